@@ -1,0 +1,348 @@
+/*
+ * coccl: compressed collective communication for distributed training.
+ *
+ * The API mirrors NCCL 2.28's nccl.h: the same shapes, the same numeric values for results,
+ * data types and reduction operators, the same in-place conventions. A program written against
+ * ncclAllReduce & co. is ported by renaming nccl -> coccl (or runs unmodified through the
+ * libnccl.so.2 shim in nccl-tests-shim/).
+ *
+ * Memory: host buffers (plain malloc'd memory) run the host path over UCX; the call returns when
+ * the result is in the output, like Gloo. Device buffers (CUDA builds) are enqueued on `stream`
+ * and the call returns at once, like NCCL. `stream` is ignored for host buffers.
+ *
+ * Compression: AllReduce, ReduceScatter and AllGather of SUM/AVG on fp32/fp16/bf16 may go through
+ * a lossy codec chosen by the communicator's policy (cocclConfig_t codec fields, COCCL_CODEC*
+ * environment variables, COCCL_COMPRESS_MIN_BYTES) or per call (coccl*Codec variants below). Every
+ * other op or data type takes the exact, uncompressed path. See README "Codecs" for the formats.
+ *
+ * Units: `count` arguments are numbers of ELEMENTS of `datatype`, never bytes, unless a name says
+ * Bytes. Ranks are 0..nranks-1.
+ *
+ * Errors: every function returns a cocclResult_t; on failure cocclGetLastError() returns a
+ * message. No function aborts the process or lets a C++ exception escape.
+ *   cocclInvalidArgument  a NULL pointer where a value is needed, a bad data type / op / rank /
+ *                         root / count, or an uninitialised config.
+ *   cocclInvalidUsage     a valid argument in the wrong state (aborted or failed communicator,
+ *                         group misuse, an op a codec cannot do when asked for explicitly).
+ *   cocclSystemError      a socket / UCX / OS call failed, or a wait ran past COCCL_TIMEOUT_MS.
+ *   cocclRemoteError      a peer closed its connection or reported an error (dead rank).
+ *   cocclUnhandledCudaError a CUDA runtime call failed.
+ *   cocclInternalError    a bug in coccl; please report it.
+ */
+#ifndef COCCL_H_
+#define COCCL_H_
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define COCCL_MAJOR 0
+#define COCCL_MINOR 1
+#define COCCL_PATCH 0
+#define COCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define COCCL_VERSION_CODE COCCL_VERSION(COCCL_MAJOR, COCCL_MINOR, COCCL_PATCH)
+
+#if defined(__GNUC__)
+#define COCCL_API __attribute__((visibility("default")))
+#else
+#define COCCL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The caller's CUDA stream. Declared without CUDA headers; the same type as cudaStream_t. */
+typedef struct CUstream_st* cocclStream_t;
+#ifndef __CUDA_RUNTIME_H__
+#ifndef COCCL_NO_CUDASTREAM_TYPEDEF
+typedef struct CUstream_st* cudaStream_t;
+#endif
+#endif
+
+/* Opaque communicator handle. */
+typedef struct cocclComm* cocclComm_t;
+#define COCCL_COMM_NULL NULL
+
+/* 128 opaque bytes, passed by value: the bootstrap root's socket address and a random magic. */
+#define COCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[COCCL_UNIQUE_ID_BYTES];
+} cocclUniqueId;
+
+/* Result codes (values equal to ncclResult_t). */
+typedef enum {
+  cocclSuccess = 0,
+  cocclUnhandledCudaError = 1,
+  cocclSystemError = 2,
+  cocclInternalError = 3,
+  cocclInvalidArgument = 4,
+  cocclInvalidUsage = 5,
+  cocclRemoteError = 6,
+  cocclInProgress = 7,
+  cocclNumResults = 8
+} cocclResult_t;
+
+/* Reduction operators (values equal to ncclRedOp_t). AVG divides the sum by nranks. */
+typedef enum {
+  cocclSum = 0,
+  cocclProd = 1,
+  cocclMax = 2,
+  cocclMin = 3,
+  cocclAvg = 4,
+  cocclNumOps = 5
+} cocclRedOp_t;
+
+/* Data types (values equal to ncclDataType_t). fp16/bf16/fp8 are reduced in fp32. */
+typedef enum {
+  cocclInt8 = 0,
+  cocclChar = 0,
+  cocclUint8 = 1,
+  cocclInt32 = 2,
+  cocclInt = 2,
+  cocclUint32 = 3,
+  cocclInt64 = 4,
+  cocclUint64 = 5,
+  cocclFloat16 = 6,
+  cocclHalf = 6,
+  cocclFloat32 = 7,
+  cocclFloat = 7,
+  cocclFloat64 = 8,
+  cocclDouble = 8,
+  cocclBfloat16 = 9,
+  cocclFloat8e4m3 = 10,
+  cocclFloat8e5m2 = 11,
+  cocclNumTypes = 12
+} cocclDataType_t;
+
+#define COCCL_CONFIG_UNDEF_INT INT_MIN
+#define COCCL_CONFIG_UNDEF_PTR NULL
+#define COCCL_CONFIG_MAGIC 0xcafebeefu
+
+/*
+ * Communicator configuration. The leading fields are NCCL 2.28's ncclConfig_t, in its order;
+ * coccl's own fields follow. Always start from COCCL_CONFIG_INITIALIZER. coccl reads `size`
+ * bytes: a config from an older header (smaller size) leaves the newer fields at their
+ * defaults; a larger one (newer header) is accepted and its unknown tail ignored.
+ * NCCL fields that have no meaning for coccl are accepted and ignored.
+ */
+typedef struct cocclConfig_v1 {
+  size_t size;          /* sizeof(cocclConfig_t) of the caller's header */
+  unsigned int magic;   /* COCCL_CONFIG_MAGIC */
+  unsigned int version; /* COCCL_VERSION_CODE of the caller's header */
+  int blocking;         /* 1 (default): init blocks. 0 is accepted; init still completes in the call */
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char* netName;
+  int splitShare;
+  int trafficClass;
+  const char* commName; /* shown in log lines */
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
+  /* ---- coccl fields ---- */
+  const char* codec;              /* default codec spec for compressed collectives ("none",
+                                     "int8", "fp8_ash_ds", "fp8_ash_ds:block=64"...); overrides
+                                     COCCL_CODEC */
+  const char* codecAllReduce;     /* per-collective overrides (COCCL_CODEC_ALLREDUCE ...) */
+  const char* codecReduceScatter;
+  const char* codecAllGather;
+  long long compressMinBytes; /* messages below this many bytes go uncompressed
+                                 (COCCL_COMPRESS_MIN_BYTES) */
+  long long chunkBytes;       /* pipeline chunk size in bytes of input (COCCL_CHUNK_BYTES) */
+  int timeoutMs;              /* every wait's timeout in ms (COCCL_TIMEOUT_MS) */
+  const char* algorithm;      /* "auto", "two-shot" or "ring" (COCCL_ALGO) for AllReduce,
+                                 ReduceScatter and AllGather */
+} cocclConfig_t;
+
+#define COCCL_CONFIG_INITIALIZER                                                             \
+  {                                                                                          \
+    sizeof(cocclConfig_t), COCCL_CONFIG_MAGIC, COCCL_VERSION_CODE, COCCL_CONFIG_UNDEF_INT,   \
+        COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
+        COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
+        COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR,              \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, -1LL, -1LL, COCCL_CONFIG_UNDEF_INT,  \
+        COCCL_CONFIG_UNDEF_PTR                                                               \
+  }
+
+/* ---------------------------------------------------------------------------------------------
+ * Library and communicator management
+ * ------------------------------------------------------------------------------------------- */
+
+/* Writes COCCL_VERSION_CODE (major*10000 + minor*100 + patch) to *version.
+ * Errors: cocclInvalidArgument if version is NULL. */
+COCCL_API cocclResult_t cocclGetVersion(int* version);
+
+/* Creates a unique id for a new communicator: starts the bootstrap root (a listening socket and
+ * a thread in this process, on COCCL_SOCKET_IFNAME's interface) and writes its address and a
+ * random magic into *uniqueId. Call once, on one rank, and give the id to every rank.
+ * Errors: cocclInvalidArgument (NULL), cocclSystemError (no interface / socket). */
+COCCL_API cocclResult_t cocclGetUniqueId(cocclUniqueId* uniqueId);
+
+/* Creates this rank's communicator of `nranks` ranks; blocks until all ranks joined or
+ * COCCL_TIMEOUT_MS passed. With COCCL_COMM_ID=host:port set, the id is ignored and rank 0 starts
+ * the root at that address (no id exchange needed). The rank runs on host memory; it also uses
+ * the current CUDA device for device buffers in CUDA builds.
+ * Errors: cocclInvalidArgument (comm NULL, nranks < 1, rank outside [0, nranks), bad id magic),
+ * cocclSystemError / cocclRemoteError (bootstrap or transport failure, timeout). */
+COCCL_API cocclResult_t cocclCommInitRank(cocclComm_t* comm, int nranks, cocclUniqueId commId,
+                                          int rank);
+
+/* As cocclCommInitRank, with a configuration (NULL means defaults).
+ * Errors: as cocclCommInitRank, plus cocclInvalidArgument if config->magic is not
+ * COCCL_CONFIG_MAGIC (config not initialised with COCCL_CONFIG_INITIALIZER) or a codec spec in
+ * it does not parse. */
+COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
+                                                cocclUniqueId commId, int rank,
+                                                cocclConfig_t* config);
+
+/* Waits for this rank's outstanding operations and synchronises with the other ranks so that
+ * cocclCommDestroy frees nothing a peer still reads. Errors: cocclInvalidArgument (NULL),
+ * cocclSystemError/cocclRemoteError (a peer died meanwhile). */
+COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm);
+
+/* Frees the communicator's local resources (without a barrier unless finalized). NULL is a
+ * no-op returning cocclSuccess. */
+COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm);
+
+/* Stops every operation in flight on `comm` (from any thread; the call in flight returns
+ * cocclRemoteError or cocclInvalidUsage promptly), closes its connections so peers fail fast
+ * instead of waiting for the timeout, and frees the communicator. NULL is a no-op. */
+COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm);
+
+/* Writes the communicator's asynchronous error state (cocclSuccess while healthy; the error
+ * that broke it otherwise) to *asyncError. Cheap (one atomic load) and thread-safe.
+ * Errors: cocclInvalidArgument (NULL). */
+COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* asyncError);
+
+/* Number of ranks / this rank / the CUDA device (-1 for a host-only rank). */
+COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count);
+COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank);
+COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device);
+
+/* A static string naming `result`. */
+COCCL_API const char* cocclGetErrorString(cocclResult_t result);
+
+/* The message of the last error or warning raised in this process (comm may be NULL).
+ * Never NULL; "" if there was none. */
+COCCL_API const char* cocclGetLastError(cocclComm_t comm);
+
+/* ---------------------------------------------------------------------------------------------
+ * Collectives. All take counts in elements. Host buffers: returns when done. Device buffers:
+ * enqueued on stream. Every error listed in the header comment applies; in particular
+ * cocclInvalidArgument for a NULL buffer with count > 0, a bad datatype or op, root out of range.
+ * count == 0 is a no-op and NULL buffers are then accepted.
+ * ------------------------------------------------------------------------------------------- */
+
+/* recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank. In place if
+ * sendbuff == recvbuff. Compressed per the policy for SUM/AVG on fp32/fp16/bf16 (two-shot:
+ * reduce-scatter of encoded chunks, fp32 accumulation at each chunk's owner, one encode of the
+ * reduced chunk, all-gather of its bytes; every rank's output is bitwise identical). */
+COCCL_API cocclResult_t cocclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       cocclDataType_t datatype, cocclRedOp_t op,
+                                       cocclComm_t comm, cudaStream_t stream);
+
+/* sendbuff holds nranks*recvcount elements; rank r receives the reduction of block r
+ * (elements [r*recvcount, (r+1)*recvcount)). In place if recvbuff == sendbuff + rank*recvcount
+ * (in elements). */
+COCCL_API cocclResult_t cocclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           cocclDataType_t datatype, cocclRedOp_t op,
+                                           cocclComm_t comm, cudaStream_t stream);
+
+/* recvbuff holds nranks*sendcount elements; rank r's sendbuff lands at recvbuff + r*sendcount.
+ * In place if sendbuff == recvbuff + rank*sendcount (in elements). Compressed: each rank
+ * encodes its shard once and every rank, itself included, decodes every shard, so all ranks
+ * hold identical data. */
+COCCL_API cocclResult_t cocclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       cocclDataType_t datatype, cocclComm_t comm,
+                                       cudaStream_t stream);
+
+/* Copies root's sendbuff to every rank's recvbuff (count elements). In place if
+ * sendbuff == recvbuff. sendbuff is read on root only. Never compressed. */
+COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       cocclDataType_t datatype, int root, cocclComm_t comm,
+                                       cudaStream_t stream);
+
+/* Reduces into root's recvbuff (recvbuff may be NULL on other ranks). Never compressed. */
+COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    cocclDataType_t datatype, cocclRedOp_t op, int root,
+                                    cocclComm_t comm, cudaStream_t stream);
+
+/* Point to point: the peer must post the matching Recv/Send with the same count and type.
+ * Messages between one pair of ranks match in posting order. Inside a group, sends and
+ * receives progress together (no deadlock for exchange patterns). peer == own rank is allowed
+ * inside a group. */
+COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
+                                  int peer, cocclComm_t comm, cudaStream_t stream);
+COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
+                                  int peer, cocclComm_t comm, cudaStream_t stream);
+
+/* Groups: calls between GroupStart and GroupEnd are queued and run together at the outermost
+ * GroupEnd (nesting allowed; per calling thread). cocclCommInitRank calls inside a group run
+ * concurrently at GroupEnd, so one thread can create several communicators. Errors from the
+ * queued calls are returned by cocclGroupEnd. Errors: cocclInvalidUsage for GroupEnd without
+ * GroupStart. */
+COCCL_API cocclResult_t cocclGroupStart(void);
+COCCL_API cocclResult_t cocclGroupEnd(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Codecs: explicit choice per call, for programs that mix codecs.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Opaque codec handle. COCCL_CODEC_POLICY (NULL) means "use the communicator's policy". */
+typedef struct cocclCodec* cocclCodec_t;
+#define COCCL_CODEC_POLICY ((cocclCodec_t)0)
+
+/* Creates a codec from a spec "name[:key=value,...]": "none", "int8", "int8:block=64",
+ * "fp8_ash_ds", "fp8_ash_ds:block=256,format=e5m2". Errors: cocclInvalidArgument (NULL or a
+ * spec that does not parse: unknown name, key or value; the message says which). */
+COCCL_API cocclResult_t cocclCodecCreate(const char* spec, cocclCodec_t* codec);
+COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec);
+
+/* Bytes that `count` elements of `datatype` occupy on the wire when encoded by `codec`, for a
+ * single chunk (exact; a collective's total also depends on how it is chunked, which
+ * cocclCollWireBytes reports). Errors: cocclInvalidArgument (NULL, unsupported datatype). */
+COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
+                                               cocclDataType_t datatype, size_t* bytes);
+
+/* The codec's canonical spec string with every parameter spelled out. */
+COCCL_API const char* cocclCodecName(cocclCodec_t codec);
+
+/* As cocclAllReduce/ReduceScatter/AllGather with this codec for this call regardless of the
+ * policy and size threshold. An op or datatype the codec cannot do (e.g. MAX, int32) runs
+ * uncompressed, never as a different op. */
+COCCL_API cocclResult_t cocclAllReduceCodec(const void* sendbuff, void* recvbuff, size_t count,
+                                            cocclDataType_t datatype, cocclRedOp_t op,
+                                            cocclCodec_t codec, cocclComm_t comm,
+                                            cudaStream_t stream);
+COCCL_API cocclResult_t cocclReduceScatterCodec(const void* sendbuff, void* recvbuff,
+                                                size_t recvcount, cocclDataType_t datatype,
+                                                cocclRedOp_t op, cocclCodec_t codec,
+                                                cocclComm_t comm, cudaStream_t stream);
+COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff,
+                                            size_t sendcount, cocclDataType_t datatype,
+                                            cocclCodec_t codec, cocclComm_t comm,
+                                            cudaStream_t stream);
+
+/* Statistics of the last collective this communicator ran on this rank (for perf tools):
+ * logical bytes (count * element size of the user data this rank contributed) and bytes this
+ * rank sent on the wire, and the codec used ("none" when uncompressed). */
+typedef struct {
+  size_t logicalBytes;
+  size_t wireBytesSent;
+  const char* codec;
+  const char* algorithm; /* "two-shot", "ring", "direct", ... */
+} cocclCollStats_t;
+COCCL_API cocclResult_t cocclCommGetLastCollStats(cocclComm_t comm, cocclCollStats_t* stats);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* COCCL_H_ */

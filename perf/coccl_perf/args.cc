@@ -1,0 +1,322 @@
+// Command line parsing (CLI11) and the --help text of coccl_perf.
+#include "args.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "dtype.h"
+
+namespace cocclperf {
+namespace {
+
+const char* kFooter = R"(
+COLLECTIVE: all_reduce | reduce_scatter | all_gather | broadcast | reduce | sendrecv
+
+RANKS
+  -t N runs N ranks as threads of this process (the unique id is shared in-process).
+  Process mode: launched by mpirun (OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/PMI_SIZE) or with
+  torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); each process then runs
+  -t threads and rank = process * nThreads + thread. MPI is not used: every rank calls
+  cocclCommInitRank with COCCL_COMM_ID=host:port, taken from the environment if set, else set to
+  MASTER_ADDR:MASTER_PORT, else (mpirun on one node) to 127.0.0.1:<port derived from the job id,
+  OMPI_MCA_ess_base_jobid / PMIX_NAMESPACE / SLURM_JOB_ID>. Under real torchrun, whose own store
+  listens on MASTER_PORT, set COCCL_COMM_ID to another port. Only rank 0 prints. Cross-rank
+  aggregation (times, #wrong, errors, output hashes) goes through coccl itself (AllGather of
+  uint64, the exact path).
+
+SIZES
+  From -b to -e, times -f when -f > 1, else plus -i. "size" is max(send, recv) bytes of one rank
+  (as nccl-tests). all_reduce/broadcast/reduce/sendrecv: count = size / eltsize; reduce_scatter
+  (recvcount) and all_gather (sendcount): count = size / eltsize / nranks, not rounded (coccl
+  takes any count). Rows whose count is 0 are skipped.
+
+TIMING
+  Per size and placement: inputs generated, -w warm-up calls, then -n timed iterations of -m
+  calls (grouped by cocclGroupStart/End when -m > 1); host wall clock per rank, combined over
+  ranks by -a (0 rank 0, 1 mean, 2 min, 3 max). algbw = size / time; busbw = algbw * factor:
+  all_reduce 2(n-1)/n, reduce_scatter and all_gather (n-1)/n, broadcast, reduce, sendrecv 1.
+  In-place timing reuses its buffer like nccl-tests (values may grow from call to call).
+
+CHECKING (-c 1)
+  After timing, inputs are generated again (seeded, deterministic, different per rank), outputs
+  are pre-filled with NaN (integer types: a value no input produces) and one call is checked
+  against an fp64 reference computed by the tool.
+  Exact paths (--codec none, and every op/type/collective a codec does not compress): inputs are
+  small integers whose sums and products are exact in the type, so #wrong counts real
+  mismatches: out != ref; for avg, more than 1 ulp of the type from sum/n (floats) or
+  |out - sum/n| >= 1 (integers).
+  Compressed paths (--codec other than none, on all_reduce and reduce_scatter with sum/avg and
+  on all_gather, for float/half/bfloat16): inputs are standard normal samples rounded to the
+  type, and an element counts as #wrong if
+      all_reduce, reduce_scatter:  |out - ref| > 0.15 * max|ref| over its block + 1e-6
+      all_gather:                  |out - in|  > 0.15 * max|in|  over its block + 1e-6
+  its block being the 128 aligned elements that contain it (element index / 128, counted from
+  the start of the rank's output for all_reduce/reduce_scatter and from the start of the source
+  rank's shard for all_gather). A NaN output is always wrong. (coccl does not export a codec's
+  error bound; this rule is the tool's, loose enough for int8 and fp8_ash_ds.)
+
+EXTRA COLUMNS
+  codec  the codec that ran (cocclCommGetLastCollStats on rank 0, out-of-place checked call);
+         the full spec is in the header.
+  ratio  compression ratio = wire bytes of the same collective uncompressed / wire bytes it
+         sent, both summed over ranks from cocclCommGetLastCollStats. The uncompressed figure is
+         measured by one extra out-of-place call with the "none" codec (same algorithm and
+         chunking). 1.00 on exact paths; "-" when nothing went on the wire (1 rank).
+  relL2  ||out - ref||_2 / ||ref||_2 in fp64 over every element of every rank, out-of-place.
+  ident  1 if every rank's output is bitwise identical (all_reduce, all_gather, broadcast; both
+         placements), else 0; "-" for the other collectives.
+
+REAL-DATA MODE (--input MANIFEST)
+  MANIFEST lists bf16 tensors (file relative to the manifest's folder, offset, nbytes, step,
+  layer, module, kind, tp_rank, tp_size); see shared/data/README.md. The world size must equal
+  tp_size (-t defaults to it). For each case (step, layer, module, kind) rank r uses tp_rank r's
+  tensor: all_reduce sums it (bf16, sum) and compares with the exact fp64 sum of all ranks'
+  tensors; reduce_scatter uses it as sendbuff and checks the rank's shard; all_gather gathers it
+  and checks every shard against the original. One row per case (relL2, max abs error, ratio,
+  time, ident, #wrong by the rule above), then median, mean and max relL2.
+
+EXIT STATUS
+  0 when every call succeeded, #wrong is 0 everywhere and every ident is 1; 1 otherwise; API
+  errors print cocclGetErrorString and cocclGetLastError.
+)";
+
+bool parseCollName(std::string s, Coll* c) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char x) { return std::tolower(x); });
+  if (s.size() > 5 && s.compare(s.size() - 5, 5, "_perf") == 0) s.resize(s.size() - 5);
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  const struct {
+    const char* name;
+    Coll coll;
+  } names[] = {{"allreduce", Coll::AllReduce}, {"reducescatter", Coll::ReduceScatter},
+               {"allgather", Coll::AllGather}, {"broadcast", Coll::Broadcast},
+               {"bcast", Coll::Broadcast},     {"reduce", Coll::Reduce},
+               {"sendrecv", Coll::SendRecv}};
+  for (const auto& n : names)
+    if (s == n.name) return *c = n.coll, true;
+  return false;
+}
+
+bool parseOps(const std::string& s, std::vector<cocclRedOp_t>* ops) {
+  const cocclRedOp_t all[] = {cocclSum, cocclProd, cocclMax, cocclMin, cocclAvg};
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::transform(item.begin(), item.end(), item.begin(),
+                   [](unsigned char x) { return std::tolower(x); });
+    if (item == "all") {
+      ops->insert(ops->end(), std::begin(all), std::end(all));
+      continue;
+    }
+    bool found = false;
+    for (cocclRedOp_t op : all)
+      if (item == opName(op)) ops->push_back(op), found = true;
+    if (!found) return false;
+  }
+  return !ops->empty();
+}
+
+bool parseTypes(const std::string& s, std::vector<cocclDataType_t>* types) {
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "all") {
+      int n = 0;
+      const cocclDataType_t* all = allTypes(&n);
+      types->insert(types->end(), all, all + n);
+      continue;
+    }
+    cocclDataType_t t;
+    if (!parseTypeName(item, &t)) return false;
+    types->push_back(t);
+  }
+  return !types->empty();
+}
+
+}  // namespace
+
+const char* collName(Coll c) {
+  switch (c) {
+    case Coll::AllReduce: return "all_reduce";
+    case Coll::ReduceScatter: return "reduce_scatter";
+    case Coll::AllGather: return "all_gather";
+    case Coll::Broadcast: return "broadcast";
+    case Coll::Reduce: return "reduce";
+    case Coll::SendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+bool collHasOp(Coll c) {
+  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce;
+}
+bool collHasRoot(Coll c) { return c == Coll::Broadcast || c == Coll::Reduce; }
+bool collTakesCodec(Coll c) {
+  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::AllGather;
+}
+
+const char* opName(cocclRedOp_t op) {
+  switch (op) {
+    case cocclSum: return "sum";
+    case cocclProd: return "prod";
+    case cocclMax: return "max";
+    case cocclMin: return "min";
+    case cocclAvg: return "avg";
+    default: return "?";
+  }
+}
+
+bool parseSize(const std::string& s, size_t* bytes) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  std::string suffix(end);
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(),
+                 [](unsigned char x) { return std::toupper(x); });
+  double mult = 1;
+  if (!suffix.empty() && (suffix[0] == 'K' || suffix[0] == 'M' || suffix[0] == 'G')) {
+    mult = suffix[0] == 'K' ? 1024.0 : suffix[0] == 'M' ? 1048576.0 : 1073741824.0;
+    suffix.erase(0, 1);
+    if (suffix == "IB") suffix.clear();
+  }
+  if (suffix == "B") suffix.clear();
+  if (end == s.c_str() || !suffix.empty() || !(v >= 0) || v * mult > 1e18) return false;
+  *bytes = static_cast<size_t>(std::llround(v * mult));
+  return true;
+}
+
+int parseArgs(int argc, char** argv, Options* o) {
+  for (int i = 0; i < argc; ++i) o->commandLine += (i ? " " : "") + std::string(argv[i]);
+
+  CLI::App app{
+      "coccl_perf: nccl-tests-style bandwidth sweep and verification of coccl collectives, with "
+      "error columns for compressed codecs.",
+      "coccl_perf"};
+  app.get_formatter()->column_width(34);
+  app.footer(kFooter);
+  std::string coll, minB = "32M", maxB = "32M", stepB = "1M", type = "float", op = "sum",
+                    root = "0";
+  int threads = 1;
+  app.add_option("collective", coll, "all_reduce, reduce_scatter, all_gather, broadcast, "
+                                     "reduce or sendrecv")
+      ->required();
+  app.add_option("-b,--minbytes", minB, "minimum size in bytes (K/M/G suffixes)")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", maxB, "maximum size in bytes")->capture_default_str();
+  app.add_option("-i,--stepbytes", stepB, "size increment when -f is 1")->capture_default_str();
+  app.add_option("-f,--stepfactor", o->stepFactor, "size multiplication factor")
+      ->capture_default_str();
+  app.add_option("-n,--iters", o->iters, "timed iterations per size")->capture_default_str();
+  app.add_option("-w,--warmup_iters", o->warmup, "warm-up iterations per size")
+      ->capture_default_str();
+  app.add_option("-m,--agg_iters", o->aggIters, "calls per iteration (grouped)")
+      ->capture_default_str();
+  app.add_option("-c,--check", o->check, "check results: 0 or 1 (more counts as 1)")
+      ->capture_default_str();
+  app.add_option("-d,--datatype", type,
+                 "float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64, "
+                 "f8e4m3, f8e5m2 (aliases: char, int, fp16, bf16, fp32, ...), a list a,b, or all")
+      ->capture_default_str();
+  app.add_option("-o,--op", op, "sum, prod, max, min, avg, a list, or all")
+      ->capture_default_str();
+  app.add_option("-r,--root", root, "root rank of broadcast/reduce, or all")
+      ->capture_default_str();
+  auto* topt = app.add_option("-t,--nthreads", threads, "ranks as threads of this process");
+  app.add_option("-g,--ngpus", o->nGpus, "GPUs per thread (only 1)")->capture_default_str();
+  app.add_option("-z,--blocking", o->blocking,
+                 "accepted for nccl-tests compatibility (host calls always block)")
+      ->capture_default_str();
+  app.add_option("-a,--average", o->average,
+                 "time over ranks: 0 rank 0, 1 mean, 2 min, 3 max")
+      ->capture_default_str();
+  app.add_option("--mem", o->mem, "buffer memory: host or device (device needs a CUDA build)")
+      ->capture_default_str();
+  app.add_option("--codec", o->codec,
+                 "codec spec for all_reduce/reduce_scatter/all_gather (none, int8, fp8_ash_ds, "
+                 "fp8_ash_ds:block=64, ...) or 'policy' (plain calls, COCCL_CODEC* decides)")
+      ->capture_default_str();
+  app.add_option("--json,-J,--output_file", o->jsonFile, "write every row and run metadata");
+  app.add_option("--input", o->input, "real-data mode: a tp_tensors manifest (JSON)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (!parseCollName(coll, &o->coll)) {
+    std::fprintf(stderr, "coccl_perf: unknown collective '%s'\n", coll.c_str());
+    return 1;
+  }
+  if (!parseSize(minB, &o->minBytes) || !parseSize(maxB, &o->maxBytes) ||
+      !parseSize(stepB, &o->stepBytes)) {
+    std::fprintf(stderr, "coccl_perf: invalid size in -b/-e/-i\n");
+    return 1;
+  }
+  if (o->minBytes > o->maxBytes) {
+    std::fprintf(stderr, "coccl_perf: invalid sizes for 'minbytes' and 'maxbytes': %zu > %zu\n",
+                 o->minBytes, o->maxBytes);
+    return 1;
+  }
+  if (o->stepFactor <= 1 && o->stepBytes == 0) {
+    std::fprintf(stderr, "coccl_perf: -i must be > 0 when -f is 1\n");
+    return 1;
+  }
+  if (!parseTypes(type, &o->types)) {
+    std::fprintf(stderr, "coccl_perf: invalid datatype '%s'\n", type.c_str());
+    return 1;
+  }
+  if (!parseOps(op, &o->ops)) {
+    std::fprintf(stderr, "coccl_perf: invalid op '%s'\n", op.c_str());
+    return 1;
+  }
+  if (root == "all") {
+    o->root = -1;
+  } else {
+    char* end = nullptr;
+    o->root = static_cast<int>(std::strtol(root.c_str(), &end, 0));
+    if (end == root.c_str() || *end || o->root < -1) {
+      std::fprintf(stderr, "coccl_perf: invalid root '%s'\n", root.c_str());
+      return 1;
+    }
+  }
+  o->threadsGiven = topt->count() > 0;
+  o->nThreads = threads;
+  if (o->nThreads < 1 || o->iters < 1 || o->warmup < 0 || o->aggIters < 1) {
+    std::fprintf(stderr, "coccl_perf: -t, -n and -m must be >= 1, -w >= 0\n");
+    return 1;
+  }
+  if (o->nGpus != 1) {
+    std::fprintf(stderr, "coccl_perf: -g %d: only one GPU (or host rank) per thread is supported; "
+                         "use -t for more ranks\n", o->nGpus);
+    return 1;
+  }
+  if (o->average < 0 || o->average > 3) {
+    std::fprintf(stderr, "coccl_perf: -a must be 0, 1, 2 or 3\n");
+    return 1;
+  }
+  if (o->mem != "host" && o->mem != "device") {
+    std::fprintf(stderr, "coccl_perf: --mem must be host or device\n");
+    return 1;
+  }
+  if (o->mem == "device") {
+    std::fprintf(stderr, "coccl_perf: --mem device: device memory needs a CUDA build (this "
+                         "coccl_perf is host-only)\n");
+    return 1;
+  }
+  if (o->codec.empty() || o->codec == "none") {
+    o->codec = "none";
+    o->codecMode = CodecMode::None;
+  } else if (o->codec == "policy") {
+    o->codecMode = CodecMode::Policy;
+  } else {
+    o->codecMode = CodecMode::Explicit;
+  }
+  return -1;
+}
+
+}  // namespace cocclperf

@@ -1,0 +1,178 @@
+// Collective descriptors of coccl_perf (see colls.h).
+#include "colls.h"
+
+#include <algorithm>
+
+#include "dtype.h"
+
+namespace cocclperf {
+namespace {
+
+char* at(void* base, size_t elems, size_t elt) { return static_cast<char*>(base) + elems * elt; }
+
+}  // namespace
+
+bool collShape(Coll coll, size_t sizeBytes, size_t elt, int nranks, Shape* s) {
+  const size_t n = static_cast<size_t>(nranks);
+  const size_t count = sizeBytes / elt;
+  switch (coll) {
+    case Coll::ReduceScatter:
+      s->count = count / n;
+      s->sendCount = s->count * n;
+      s->recvCount = s->count;
+      break;
+    case Coll::AllGather:
+      s->count = count / n;
+      s->sendCount = s->count;
+      s->recvCount = s->count * n;
+      break;
+    default:
+      s->count = s->sendCount = s->recvCount = count;
+      break;
+  }
+  s->bytes = std::max(s->sendCount, s->recvCount) * elt;
+  return s->count > 0;
+}
+
+double busFactor(Coll coll, int nranks) {
+  const double n = nranks;
+  switch (coll) {
+    case Coll::AllReduce: return 2.0 * (n - 1) / n;
+    case Coll::ReduceScatter:
+    case Coll::AllGather: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+Placement placement(const Rank& rk, Coll coll, bool inPlace, const Buffers& b, size_t count,
+                    size_t elt) {
+  if (!inPlace) return {b.send, b.recv};
+  const size_t r = static_cast<size_t>(rk.rank);
+  switch (coll) {
+    case Coll::ReduceScatter: return {b.recv, at(b.recv, r * count, elt)};
+    case Coll::AllGather: return {at(b.recv, r * count, elt), b.recv};
+    default: return {b.recv, b.recv};
+  }
+}
+
+void runColl(const Rank& rk, const CallSpec& c, const void* s, void* r, size_t count) {
+  const cocclComm_t comm = rk.comm;
+  const bool policy = c.mode == CodecMode::Policy;
+  switch (c.coll) {
+    case Coll::AllReduce:
+      if (policy)
+        CP_CHECK(cocclAllReduce(s, r, count, c.type, c.op, comm, nullptr), comm);
+      else
+        CP_CHECK(cocclAllReduceCodec(s, r, count, c.type, c.op, c.codec, comm, nullptr), comm);
+      break;
+    case Coll::ReduceScatter:
+      if (policy)
+        CP_CHECK(cocclReduceScatter(s, r, count, c.type, c.op, comm, nullptr), comm);
+      else
+        CP_CHECK(cocclReduceScatterCodec(s, r, count, c.type, c.op, c.codec, comm, nullptr), comm);
+      break;
+    case Coll::AllGather:
+      if (policy)
+        CP_CHECK(cocclAllGather(s, r, count, c.type, comm, nullptr), comm);
+      else
+        CP_CHECK(cocclAllGatherCodec(s, r, count, c.type, c.codec, comm, nullptr), comm);
+      break;
+    case Coll::Broadcast:
+      CP_CHECK(cocclBroadcast(s, r, count, c.type, c.root, comm, nullptr), comm);
+      break;
+    case Coll::Reduce:
+      CP_CHECK(cocclReduce(s, r, count, c.type, c.op, c.root, comm, nullptr), comm);
+      break;
+    case Coll::SendRecv: {
+      const int sendPeer = (rk.rank + 1) % rk.nranks;
+      const int recvPeer = (rk.rank - 1 + rk.nranks) % rk.nranks;
+      CP_CHECK(cocclGroupStart(), comm);
+      CP_CHECK(cocclSend(s, count, c.type, sendPeer, comm, nullptr), comm);
+      CP_CHECK(cocclRecv(r, count, c.type, recvPeer, comm, nullptr), comm);
+      CP_CHECK(cocclGroupEnd(), comm);
+      break;
+    }
+  }
+}
+
+void prepareCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
+                 const Buffers& b, size_t count, bool sentinels) {
+  const size_t elt = typeInfo(c.type).size;
+  const size_t n = static_cast<size_t>(rk.nranks);
+  const size_t r = static_cast<size_t>(rk.rank);
+  switch (c.coll) {
+    case Coll::ReduceScatter:
+      if (!inPlace && sentinels) fillSentinel(c.type, b.recv, count);
+      fillInput(gen, rk.rank, inPlace ? b.recv : b.send, n * count);
+      break;
+    case Coll::AllGather:
+      if (sentinels) fillSentinel(c.type, b.recv, n * count);
+      fillInput(gen, rk.rank, inPlace ? at(b.recv, r * count, elt) : b.send, count);
+      break;
+    case Coll::Broadcast:
+      if (inPlace && rk.rank != c.root && sentinels) {
+        fillSentinel(c.type, b.recv, count);
+        break;
+      }
+      if (!inPlace && sentinels) fillSentinel(c.type, b.recv, count);
+      fillInput(gen, rk.rank, inPlace ? b.recv : b.send, count);
+      break;
+    default:  // all_reduce, reduce, sendrecv
+      if (!inPlace && sentinels) fillSentinel(c.type, b.recv, count);
+      fillInput(gen, rk.rank, inPlace ? b.recv : b.send, count);
+      break;
+  }
+}
+
+Rule ruleFor(const CallSpec& c, DataKind kind) {
+  if (kind == DataKind::Normal) return Rule::Bound;
+  if (collHasOp(c.coll) && c.op == cocclAvg) return Rule::Avg;
+  return Rule::Exact;
+}
+
+RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
+                    const Buffers& b, size_t count) {
+  RankCheck out;
+  const size_t elt = typeInfo(c.type).size;
+  const int n = rk.nranks;
+  const Rule rule = ruleFor(c, gen.kind);
+  const Placement p = placement(rk, c.coll, inPlace, b, count, elt);
+  const void* o = p.recv;
+  switch (c.coll) {
+    case Coll::AllReduce:
+    case Coll::ReduceScatter:
+    case Coll::Reduce: {
+      if (c.coll == Coll::Reduce && rk.rank != c.root) break;
+      const size_t base = c.coll == Coll::ReduceScatter ? static_cast<size_t>(rk.rank) * count : 0;
+      out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
+        for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
+      }, rule);
+      out.identApplies = c.coll == Coll::AllReduce;
+      if (out.identApplies) out.hash = hashBytes(o, count * elt);
+      break;
+    }
+    case Coll::AllGather:
+      for (int src = 0; src < n; ++src) {
+        const void* shard = static_cast<const char*>(o) + static_cast<size_t>(src) * count * elt;
+        out.res.merge(checkOutput(c.type, shard, count, [&](size_t s, size_t len, double* ref) {
+          for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
+        }, rule));
+      }
+      out.identApplies = true;
+      out.hash = hashBytes(o, static_cast<size_t>(n) * count * elt);
+      break;
+    case Coll::Broadcast:
+    case Coll::SendRecv: {
+      const int src = c.coll == Coll::Broadcast ? c.root : (rk.rank - 1 + n) % n;
+      out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
+        for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
+      }, rule);
+      out.identApplies = c.coll == Coll::Broadcast;
+      if (out.identApplies) out.hash = hashBytes(o, count * elt);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace cocclperf

@@ -1,0 +1,69 @@
+// The six collectives as coccl_perf drives them: counts per size, bus bandwidth factors,
+// buffer placement (out-of-place / in-place, as nccl-tests), input preparation, the call itself,
+// and the check of one rank's output against the fp64 reference.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "args.h"
+#include "coccl.h"
+#include "data.h"
+#include "runtime.h"
+
+namespace cocclperf {
+
+struct Shape {
+  size_t count = 0;      // the count argument of the call (recvcount / sendcount for RS / AG)
+  size_t sendCount = 0;  // elements of one rank's send buffer
+  size_t recvCount = 0;  // elements of one rank's receive buffer
+  size_t bytes = 0;      // max(send, recv) bytes: the "size" column
+};
+
+// Counts of `coll` for a size in bytes; false when the count is 0 (row skipped).
+bool collShape(Coll coll, size_t sizeBytes, size_t elt, int nranks, Shape* s);
+// busbw = algbw * busFactor (nccl-tests' factors).
+double busFactor(Coll coll, int nranks);
+
+struct CallSpec {
+  Coll coll = Coll::AllReduce;
+  cocclDataType_t type = cocclFloat32;
+  cocclRedOp_t op = cocclSum;  // ignored by all_gather, broadcast, sendrecv
+  int root = 0;                // broadcast and reduce
+  CodecMode mode = CodecMode::None;
+  cocclCodec_t codec = nullptr;  // the call's codec when mode != Policy
+};
+
+// Two buffers of `capacity` bytes each per rank.
+struct Buffers {
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+struct Placement {
+  const void* send;
+  void* recv;
+};
+Placement placement(const Rank& rk, Coll coll, bool inPlace, const Buffers& b, size_t count,
+                    size_t elt);
+
+// One call of the collective (blocking on host buffers).
+void runColl(const Rank& rk, const CallSpec& c, const void* send, void* recv, size_t count);
+
+// Writes this rank's inputs for one call; with `sentinels`, first fills the outputs with values no
+// input has, so that elements the call does not write are counted as wrong.
+void prepareCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
+                 const Buffers& b, size_t count, bool sentinels);
+
+// Which rule checks the output: Bound on normal data, Avg for AVG, Exact otherwise.
+Rule ruleFor(const CallSpec& c, DataKind kind);
+
+struct RankCheck {
+  CheckResult res;
+  uint64_t hash = 0;       // of the rank's whole output
+  bool identApplies = false;  // all_reduce, all_gather, broadcast: outputs must be identical
+};
+RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
+                    const Buffers& b, size_t count);
+
+}  // namespace cocclperf

@@ -1,0 +1,47 @@
+// coccl_perf: nccl-tests-style benchmark and verification tool for coccl.
+//
+//   coccl_perf COLLECTIVE [nccl-tests flags] [--codec SPEC] [--json FILE] [--input MANIFEST]
+//
+// See `coccl_perf --help` and README.md in this directory.
+#include <cstdio>
+#include <string>
+
+#include "args.h"
+#include "realdata.h"
+#include "runtime.h"
+#include "sweep.h"
+
+int main(int argc, char** argv) {
+  using namespace cocclperf;
+  Options o;
+  const int rc = parseArgs(argc, argv, &o);
+  if (rc >= 0) return rc;
+
+  // Before any coccl call: the library reads COCCL_COMM_ID once.
+  Launch launch;
+  std::string err;
+  if (!detectLaunch(&launch, &err)) {
+    std::fprintf(stderr, "coccl_perf: %s\n", err.c_str());
+    return 1;
+  }
+
+  Manifest manifest;
+  if (!o.input.empty()) {
+    if (!loadManifest(o.input, &manifest, &err)) {
+      std::fprintf(stderr, "coccl_perf: %s\n", err.c_str());
+      return 1;
+    }
+    if (!o.threadsGiven && manifest.tpSize % launch.nProcs == 0)
+      o.nThreads = manifest.tpSize / launch.nProcs;
+    if (launch.nProcs * o.nThreads != manifest.tpSize) {
+      std::fprintf(stderr, "coccl_perf: world size %d (%d process(es) x %d thread(s)) != "
+                           "manifest tp_size %d\n",
+                   launch.nProcs * o.nThreads, launch.nProcs, o.nThreads, manifest.tpSize);
+      return 1;
+    }
+  }
+
+  return runRanks(launch, o.nThreads, [&](Rank& rk) {
+    return o.input.empty() ? runSweep(rk, o, launch) : runRealData(rk, o, launch, manifest);
+  });
+}

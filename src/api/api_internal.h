@@ -1,0 +1,65 @@
+// Shared pieces of the C boundary: the communicator handle, the exception guard that turns
+// coccl::Error into cocclResult_t (and a cocclGetLastError message), and group queueing.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "codecs/codec.h"
+#include "collectives/collectives.h"
+#include "collectives/communicator.h"
+#include "coccl.h"
+#include "core/error.h"
+#include "core/log.h"
+
+struct cocclComm {
+  std::unique_ptr<coccl::Communicator> impl;
+  std::mutex opMutex;  // held by the running operation; abort/destroy take it after stopping it
+  int cudaDev = -1;
+  std::string lastError;
+};
+
+struct cocclCodec {
+  coccl::CodecPtr codec;
+};
+
+namespace coccl {
+
+// Records a failure: the message goes to cocclGetLastError and the WARN log; communication
+// failures break the communicator (its peers then fail fast too).
+cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
+                          const std::string& msg);
+
+template <class F>
+cocclResult_t guarded(cocclComm* comm, const char* fn, F&& f) {
+  try {
+    f();
+    return cocclSuccess;
+  } catch (const Error& e) {
+    return reportError(comm, fn, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return reportError(comm, fn, cocclSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return reportError(comm, fn, cocclInternalError, e.what());
+  } catch (...) {
+    return reportError(comm, fn, cocclInternalError, "unknown exception");
+  }
+}
+
+// Validates a communicator handle and that it can run operations.
+Communicator& usableComm(cocclComm* comm);
+
+// Groups (per thread). When inside a group, enqueue() stores the operation and returns true;
+// the caller then returns cocclSuccess and the operation runs at the outermost GroupEnd.
+bool inGroup();
+struct QueuedOp {
+  cocclComm* comm = nullptr;     // nullptr for deferred inits
+  bool isP2P = false;
+  P2POp p2p{};
+  std::function<void()> run;     // collective or init
+};
+void enqueue(QueuedOp op);
+
+}  // namespace coccl

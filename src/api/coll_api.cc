@@ -1,0 +1,246 @@
+// Collectives and point-to-point at the C boundary: argument checks, then the host algorithms
+// (or the group queue).
+#include <cstdint>
+
+#include "api/api_internal.h"
+#include "collectives/collectives.h"
+#include "collectives/host/reduce.h"
+
+using namespace coccl;
+
+namespace {
+
+void checkType(cocclDataType_t dt) {
+  COCCL_CHECK_ARG(dtypeValid(dt), "invalid data type %d (valid: 0..%d)", static_cast<int>(dt),
+                  cocclNumTypes - 1);
+}
+
+void checkOp(cocclRedOp_t op) {
+  COCCL_CHECK_ARG(static_cast<int>(op) >= 0 && op < cocclNumOps,
+                  "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op),
+                  cocclNumOps - 1);
+}
+
+// Total bytes of `count` elements times `mult`, rejecting size_t overflow.
+size_t checkedBytes(size_t count, size_t mult, cocclDataType_t dt) {
+  size_t es = dtypeSize(dt);
+  COCCL_CHECK_ARG(mult == 0 || count <= SIZE_MAX / mult / es, "count %zu x %zu overflows", count,
+                  mult);
+  return count * mult * es;
+}
+
+void checkBuffer(const void* p, size_t bytes, const char* name) {
+  COCCL_CHECK_ARG(bytes == 0 || p != nullptr, "%s is NULL with a non-zero count", name);
+}
+
+// out-of-place buffers must not overlap; in-place is only the documented position.
+void checkOverlap(const void* in, size_t inBytes, const void* out, size_t outBytes,
+                  const void* inPlacePos, const char* what) {
+  if (!inBytes || !outBytes || in == inPlacePos) return;
+  auto a = reinterpret_cast<uintptr_t>(in), b = reinterpret_cast<uintptr_t>(out);
+  bool overlap = a < b + outBytes && b < a + inBytes;
+  COCCL_CHECK_ARG(!overlap,
+                  "%s: sendbuff and recvbuff overlap but sendbuff is not at the in-place "
+                  "position",
+                  what);
+}
+
+const Codec* codecOf(cocclCodec_t c) { return c ? c->codec.get() : nullptr; }
+
+// Runs `body` now, or queues it when inside a group.
+template <class F>
+cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, std::function<void()> body) {
+  return guarded(comm, fn, [&] {
+    Communicator& c = usableComm(comm);
+    check(c);
+    if (inGroup()) {
+      QueuedOp op;
+      op.comm = comm;
+      op.run = std::move(body);
+      enqueue(std::move(op));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(comm->opMutex);
+    body();
+  });
+}
+
+cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                          cocclDataType_t dt, cocclRedOp_t op, cocclCodec_t codec,
+                          cocclComm_t comm, const char* fn) {
+  return run(
+      comm, fn,
+      [&](Communicator&) {
+        checkType(dt);
+        checkOp(op);
+        size_t b = checkedBytes(count, 1, dt);
+        checkBuffer(sendbuff, b, "sendbuff");
+        checkBuffer(recvbuff, b, "recvbuff");
+        checkOverlap(sendbuff, b, recvbuff, b, recvbuff, fn);
+      },
+      [=] {
+        if (count) allReduce(*comm->impl, sendbuff, recvbuff, count, dt, op, codecOf(codec));
+      });
+}
+
+cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                              cocclDataType_t dt, cocclRedOp_t op, cocclCodec_t codec,
+                              cocclComm_t comm, const char* fn) {
+  return run(
+      comm, fn,
+      [&](Communicator& c) {
+        checkType(dt);
+        checkOp(op);
+        size_t out = checkedBytes(recvcount, 1, dt);
+        size_t in = checkedBytes(recvcount, static_cast<size_t>(c.nranks()), dt);
+        checkBuffer(sendbuff, in, "sendbuff");
+        checkBuffer(recvbuff, out, "recvbuff");
+        checkOverlap(recvbuff, out, sendbuff, in,
+                     static_cast<const char*>(sendbuff) + static_cast<size_t>(c.rank()) * out,
+                     fn);
+      },
+      [=] {
+        if (recvcount)
+          reduceScatter(*comm->impl, sendbuff, recvbuff, recvcount, dt, op, codecOf(codec));
+      });
+}
+
+cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                          cocclDataType_t dt, cocclCodec_t codec, cocclComm_t comm,
+                          const char* fn) {
+  return run(
+      comm, fn,
+      [&](Communicator& c) {
+        checkType(dt);
+        size_t in = checkedBytes(sendcount, 1, dt);
+        size_t out = checkedBytes(sendcount, static_cast<size_t>(c.nranks()), dt);
+        checkBuffer(sendbuff, in, "sendbuff");
+        checkBuffer(recvbuff, out, "recvbuff");
+        checkOverlap(sendbuff, in, recvbuff, out,
+                     static_cast<const char*>(recvbuff) + static_cast<size_t>(c.rank()) * in,
+                     fn);
+      },
+      [=] {
+        if (sendcount) allGather(*comm->impl, sendbuff, recvbuff, sendcount, dt, codecOf(codec));
+      });
+}
+
+cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int peer,
+                    cocclComm_t comm, const char* fn) {
+  return guarded(comm, fn, [&] {
+    Communicator& c = usableComm(comm);
+    checkType(dt);
+    COCCL_CHECK_ARG(peer >= 0 && peer < c.nranks(), "peer %d is outside [0, %d)", peer,
+                    c.nranks());
+    size_t b = checkedBytes(count, 1, dt);
+    checkBuffer(buf, b, send ? "sendbuff" : "recvbuff");
+    QueuedOp op;
+    op.comm = comm;
+    op.isP2P = true;
+    op.p2p = P2POp{send, buf, b, peer};
+    if (inGroup()) {
+      enqueue(std::move(op));
+      return;
+    }
+    COCCL_CHECK_USAGE(peer != c.rank() || count == 0,
+                      "a send or receive to self outside a group would deadlock; "
+                      "wrap the pair in cocclGroupStart/cocclGroupEnd");
+    std::lock_guard<std::mutex> lock(comm->opMutex);
+    pointToPoint(c, {op.p2p});
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+COCCL_API cocclResult_t cocclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       cocclDataType_t datatype, cocclRedOp_t op,
+                                       cocclComm_t comm, cudaStream_t) {
+  return doAllReduce(sendbuff, recvbuff, count, datatype, op, nullptr, comm, "cocclAllReduce");
+}
+
+COCCL_API cocclResult_t cocclAllReduceCodec(const void* sendbuff, void* recvbuff, size_t count,
+                                            cocclDataType_t datatype, cocclRedOp_t op,
+                                            cocclCodec_t codec, cocclComm_t comm, cudaStream_t) {
+  return doAllReduce(sendbuff, recvbuff, count, datatype, op, codec, comm, "cocclAllReduceCodec");
+}
+
+COCCL_API cocclResult_t cocclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           cocclDataType_t datatype, cocclRedOp_t op,
+                                           cocclComm_t comm, cudaStream_t) {
+  return doReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, nullptr, comm,
+                         "cocclReduceScatter");
+}
+
+COCCL_API cocclResult_t cocclReduceScatterCodec(const void* sendbuff, void* recvbuff,
+                                                size_t recvcount, cocclDataType_t datatype,
+                                                cocclRedOp_t op, cocclCodec_t codec,
+                                                cocclComm_t comm, cudaStream_t) {
+  return doReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, codec, comm,
+                         "cocclReduceScatterCodec");
+}
+
+COCCL_API cocclResult_t cocclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       cocclDataType_t datatype, cocclComm_t comm, cudaStream_t) {
+  return doAllGather(sendbuff, recvbuff, sendcount, datatype, nullptr, comm, "cocclAllGather");
+}
+
+COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff,
+                                            size_t sendcount, cocclDataType_t datatype,
+                                            cocclCodec_t codec, cocclComm_t comm, cudaStream_t) {
+  return doAllGather(sendbuff, recvbuff, sendcount, datatype, codec, comm, "cocclAllGatherCodec");
+}
+
+COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       cocclDataType_t datatype, int root, cocclComm_t comm,
+                                       cudaStream_t) {
+  return run(
+      comm, "cocclBroadcast",
+      [&](Communicator& c) {
+        checkType(datatype);
+        COCCL_CHECK_ARG(root >= 0 && root < c.nranks(), "root %d is outside [0, %d)", root,
+                        c.nranks());
+        size_t b = checkedBytes(count, 1, datatype);
+        if (c.rank() == root) checkBuffer(sendbuff, b, "sendbuff");
+        checkBuffer(recvbuff, b, "recvbuff");
+        if (c.rank() == root) checkOverlap(sendbuff, b, recvbuff, b, recvbuff, "cocclBroadcast");
+      },
+      [=] {
+        if (count) broadcast(*comm->impl, sendbuff, recvbuff, count, datatype, root);
+      });
+}
+
+COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    cocclDataType_t datatype, cocclRedOp_t op, int root,
+                                    cocclComm_t comm, cudaStream_t) {
+  return run(
+      comm, "cocclReduce",
+      [&](Communicator& c) {
+        checkType(datatype);
+        checkOp(op);
+        COCCL_CHECK_ARG(root >= 0 && root < c.nranks(), "root %d is outside [0, %d)", root,
+                        c.nranks());
+        size_t b = checkedBytes(count, 1, datatype);
+        checkBuffer(sendbuff, b, "sendbuff");
+        if (c.rank() == root) {
+          checkBuffer(recvbuff, b, "recvbuff");
+          checkOverlap(sendbuff, b, recvbuff, b, recvbuff, "cocclReduce");
+        }
+      },
+      [=] {
+        if (count) reduce(*comm->impl, sendbuff, recvbuff, count, datatype, op, root);
+      });
+}
+
+COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
+                                  int peer, cocclComm_t comm, cudaStream_t) {
+  return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, "cocclSend");
+}
+
+COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
+                                  int peer, cocclComm_t comm, cudaStream_t) {
+  return doP2P(false, recvbuff, count, datatype, peer, comm, "cocclRecv");
+}
+
+}  // extern "C"

@@ -1,0 +1,228 @@
+// Communicator management at the C boundary.
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "api/api_internal.h"
+#include "core/bootstrap.h"
+#include "core/env.h"
+
+using namespace coccl;
+
+namespace {
+
+// Applies the config (read as NCCL reads its own: `size` bytes over the defaults) and the
+// environment to a CommConfig.
+CommConfig makeConfig(const cocclConfig_t* user) {
+  const Env& e = env();
+  cocclConfig_t cfg = COCCL_CONFIG_INITIALIZER;
+  if (user) {
+    COCCL_CHECK_ARG(user->magic == COCCL_CONFIG_MAGIC,
+                    "config is not initialised (magic 0x%x; start from COCCL_CONFIG_INITIALIZER)",
+                    user->magic);
+    COCCL_CHECK_ARG(user->size >= offsetof(cocclConfig_t, blocking),
+                    "config size %zu is too small", user->size);
+    size_t n = user->size < sizeof(cfg) ? user->size : sizeof(cfg);
+    std::memcpy(&cfg, user, n);  // newer (larger) configs: the unknown tail is ignored
+    cfg.size = sizeof(cfg);
+  }
+  CommConfig c;
+  c.timeoutMs = cfg.timeoutMs != COCCL_CONFIG_UNDEF_INT && cfg.timeoutMs > 0 ? cfg.timeoutMs
+                                                                              : e.timeoutMs;
+  c.chunkBytes = cfg.chunkBytes > 0 ? cfg.chunkBytes : e.chunkBytes;
+  COCCL_CHECK_ARG(c.chunkBytes >= 4096, "chunkBytes %lld is below 4096",
+                  static_cast<long long>(c.chunkBytes));
+  c.algo = cfg.algorithm ? std::string(cfg.algorithm) : e.algo;
+  COCCL_CHECK_ARG(c.algo == "auto" || c.algo == "ring" || c.algo == "two-shot" ||
+                      c.algo == "direct",
+                  "COCCL_ALGO=%s: expected auto, two-shot or ring", c.algo.c_str());
+  c.ringMinRanks = static_cast<int>(e.ringMinRanks);
+  if (cfg.commName) c.name = cfg.commName;
+  auto pick = [](const char* fromCfg, const std::string& fromEnv) {
+    return fromCfg ? std::string(fromCfg) : fromEnv;
+  };
+  c.policy.codec = pick(cfg.codec, e.codec);
+  c.policy.codecAllReduce = pick(cfg.codecAllReduce, e.codecAllReduce);
+  c.policy.codecReduceScatter = pick(cfg.codecReduceScatter, e.codecReduceScatter);
+  c.policy.codecAllGather = pick(cfg.codecAllGather, e.codecAllGather);
+  c.policy.compressMinBytes = cfg.compressMinBytes >= 0 ? cfg.compressMinBytes : e.compressMinBytes;
+  return c;
+}
+
+uint64_t hashString(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+void initRank(cocclComm* handle, int nranks, const cocclUniqueId& id, int rank,
+              const CommConfig& cfg) {
+  BootstrapHandle bh;
+  const std::string& commId = env().commId;
+  if (!commId.empty()) {
+    bh.magic = hashString(commId);
+    bh.root = parseHostPort(commId);
+    if (rank == 0) bootstrapCreateRootAt(bh.root, bh.magic);
+  } else {
+    std::memcpy(&bh, id.internal, sizeof(bh));
+    COCCL_CHECK_ARG(bh.magic != 0,
+                    "unique id is not initialised (call cocclGetUniqueId on one rank and pass "
+                    "its id to all)");
+  }
+  setLogRank(rank);
+  handle->impl = std::make_unique<Communicator>(bh, rank, nranks, cfg);
+}
+
+cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank,
+                       cocclConfig_t* config, const char* fn) {
+  cocclComm* handle = nullptr;
+  cocclResult_t r = guarded(nullptr, fn, [&] {
+    COCCL_CHECK_ARG(comm != nullptr, "comm is NULL");
+    *comm = nullptr;
+    COCCL_CHECK_ARG(nranks >= 1, "nranks %d must be >= 1", nranks);
+    COCCL_CHECK_ARG(rank >= 0 && rank < nranks, "rank %d is outside [0, %d)", rank, nranks);
+    CommConfig cfg = makeConfig(config);
+    handle = new cocclComm();
+    *comm = handle;
+    if (inGroup()) {
+      // Deferred: runs concurrently with the group's other inits at GroupEnd.
+      QueuedOp op;
+      op.run = [handle, nranks, id, rank, cfg] { initRank(handle, nranks, id, rank, cfg); };
+      enqueue(std::move(op));
+      return;
+    }
+    initRank(handle, nranks, id, rank, cfg);
+  });
+  if (r != cocclSuccess && handle && !inGroup()) {
+    delete handle;
+    *comm = nullptr;
+  }
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+COCCL_API cocclResult_t cocclGetUniqueId(cocclUniqueId* uniqueId) {
+  return guarded(nullptr, "cocclGetUniqueId", [&] {
+    COCCL_CHECK_ARG(uniqueId != nullptr, "uniqueId is NULL");
+    std::memset(uniqueId, 0, sizeof(*uniqueId));
+    BootstrapHandle h;
+    bootstrapCreateRoot(&h);
+    std::memcpy(uniqueId->internal, &h, sizeof(h));
+  });
+}
+
+COCCL_API cocclResult_t cocclCommInitRank(cocclComm_t* comm, int nranks, cocclUniqueId commId,
+                                          int rank) {
+  return commInit(comm, nranks, commId, rank, nullptr, "cocclCommInitRank");
+}
+
+COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
+                                                cocclUniqueId commId, int rank,
+                                                cocclConfig_t* config) {
+  return commInit(comm, nranks, commId, rank, config, "cocclCommInitRankConfig");
+}
+
+COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm) {
+  return guarded(comm, "cocclCommFinalize", [&] {
+    Communicator& c = usableComm(comm);
+    std::lock_guard<std::mutex> lock(comm->opMutex);
+    c.finalize();
+  });
+}
+
+COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm) {
+  if (!comm) return cocclSuccess;
+  return guarded(nullptr, "cocclCommDestroy", [&] {
+    {
+      std::lock_guard<std::mutex> lock(comm->opMutex);
+      comm->impl.reset();
+    }
+    delete comm;
+  });
+}
+
+COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm) {
+  if (!comm) return cocclSuccess;
+  return guarded(nullptr, "cocclCommAbort", [&] {
+    if (comm->impl) comm->impl->requestAbort();  // the call in flight (any thread) bails out
+    {
+      std::lock_guard<std::mutex> lock(comm->opMutex);
+      comm->impl.reset();
+    }
+    delete comm;
+  });
+}
+
+COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* asyncError) {
+  if (!comm || !asyncError)
+    return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
+                       "comm or asyncError is NULL");
+  *asyncError = comm->impl ? comm->impl->asyncError() : cocclInProgress;
+  return cocclSuccess;
+}
+
+COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count) {
+  return guarded(nullptr, "cocclCommCount", [&] {
+    COCCL_CHECK_ARG(comm && comm->impl && count, "comm or count is NULL");
+    *count = comm->impl->nranks();
+  });
+}
+
+COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank) {
+  return guarded(nullptr, "cocclCommUserRank", [&] {
+    COCCL_CHECK_ARG(comm && comm->impl && rank, "comm or rank is NULL");
+    *rank = comm->impl->rank();
+  });
+}
+
+COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device) {
+  return guarded(nullptr, "cocclCommCuDevice", [&] {
+    COCCL_CHECK_ARG(comm && comm->impl && device, "comm or device is NULL");
+    *device = comm->cudaDev;
+  });
+}
+
+COCCL_API cocclResult_t cocclCommGetLastCollStats(cocclComm_t comm, cocclCollStats_t* stats) {
+  return guarded(nullptr, "cocclCommGetLastCollStats", [&] {
+    COCCL_CHECK_ARG(comm && comm->impl && stats, "comm or stats is NULL");
+    const CollStats& s = comm->impl->stats();
+    stats->logicalBytes = s.logicalBytes;
+    stats->wireBytesSent = s.wireBytesSent;
+    stats->codec = s.codec;
+    stats->algorithm = s.algorithm;
+  });
+}
+
+COCCL_API cocclResult_t cocclCodecCreate(const char* spec, cocclCodec_t* codec) {
+  return guarded(nullptr, "cocclCodecCreate", [&] {
+    COCCL_CHECK_ARG(spec && codec, "spec or codec is NULL");
+    *codec = nullptr;
+    auto h = std::make_unique<cocclCodec>();
+    h->codec = makeCodec(spec);
+    *codec = h.release();
+  });
+}
+
+COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec) {
+  delete codec;
+  return cocclSuccess;
+}
+
+COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
+                                               cocclDataType_t datatype, size_t* bytes) {
+  return guarded(nullptr, "cocclCodecEncodedBytes", [&] {
+    COCCL_CHECK_ARG(codec && codec->codec && bytes, "codec or bytes is NULL");
+    COCCL_CHECK_ARG(codec->codec->supportsType(datatype), "codec %s does not encode type %d",
+                    codec->codec->name(), static_cast<int>(datatype));
+    *bytes = codec->codec->encodedBytes(count, datatype);
+  });
+}
+
+COCCL_API const char* cocclCodecName(cocclCodec_t codec) {
+  return codec && codec->codec ? codec->codec->spec().c_str() : "";
+}
+
+}  // extern "C"

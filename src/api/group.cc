@@ -1,0 +1,108 @@
+// cocclGroupStart / cocclGroupEnd: per-thread queue of operations run together at the
+// outermost GroupEnd. Deferred inits run concurrently (one thread each), then each
+// communicator's operations run in order: consecutive sends/receives are posted together
+// (so exchange patterns cannot deadlock) and collectives run in turn. Several communicators
+// driven by one thread run concurrently, one thread each, as their ranks must progress
+// together.
+#include <thread>
+#include <vector>
+
+#include "api/api_internal.h"
+
+using namespace coccl;
+
+namespace {
+
+thread_local int t_depth = 0;
+thread_local std::vector<QueuedOp> t_queue;
+
+cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
+  return guarded(comm, "cocclGroupEnd", [&] {
+    Communicator& c = usableComm(comm);
+    std::lock_guard<std::mutex> lock(comm->opMutex);
+    std::vector<P2POp> batch;
+    auto flush = [&] {
+      if (!batch.empty()) pointToPoint(c, batch);
+      batch.clear();
+    };
+    for (QueuedOp* op : ops) {
+      if (op->isP2P) {
+        batch.push_back(op->p2p);
+      } else {
+        flush();
+        op->run();
+      }
+    }
+    flush();
+  });
+}
+
+// Runs each job on its own thread when there is more than one; returns the first error.
+cocclResult_t runConcurrently(std::vector<std::function<cocclResult_t()>>& jobs) {
+  if (jobs.size() == 1) return jobs[0]();
+  std::vector<cocclResult_t> results(jobs.size(), cocclSuccess);
+  std::vector<std::thread> threads;
+  threads.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i)
+    threads.emplace_back([&, i] { results[i] = jobs[i](); });
+  for (auto& t : threads) t.join();
+  for (cocclResult_t r : results)
+    if (r != cocclSuccess) return r;
+  return cocclSuccess;
+}
+
+}  // namespace
+
+namespace coccl {
+
+bool inGroup() { return t_depth > 0; }
+
+void enqueue(QueuedOp op) { t_queue.push_back(std::move(op)); }
+
+}  // namespace coccl
+
+extern "C" {
+
+COCCL_API cocclResult_t cocclGroupStart(void) {
+  ++t_depth;
+  return cocclSuccess;
+}
+
+COCCL_API cocclResult_t cocclGroupEnd(void) {
+  if (t_depth == 0)
+    return reportError(nullptr, "cocclGroupEnd", cocclInvalidUsage,
+                       "cocclGroupEnd without a matching cocclGroupStart");
+  if (--t_depth > 0) return cocclSuccess;
+  std::vector<QueuedOp> queue;
+  queue.swap(t_queue);
+  if (queue.empty()) return cocclSuccess;
+
+  // 1. Deferred communicator inits, concurrently.
+  std::vector<std::function<cocclResult_t()>> inits;
+  for (QueuedOp& op : queue)
+    if (!op.comm) inits.push_back([&op] { return guarded(nullptr, "cocclCommInitRank", op.run); });
+  if (!inits.empty()) {
+    cocclResult_t r = runConcurrently(inits);
+    if (r != cocclSuccess) return r;
+  }
+  // 2. Operations per communicator, in posting order.
+  std::vector<cocclComm*> comms;
+  std::vector<std::vector<QueuedOp*>> perComm;
+  for (QueuedOp& op : queue) {
+    if (!op.comm) continue;
+    size_t i = 0;
+    while (i < comms.size() && comms[i] != op.comm) ++i;
+    if (i == comms.size()) {
+      comms.push_back(op.comm);
+      perComm.emplace_back();
+    }
+    perComm[i].push_back(&op);
+  }
+  if (comms.empty()) return cocclSuccess;
+  std::vector<std::function<cocclResult_t()>> jobs;
+  for (size_t i = 0; i < comms.size(); ++i)
+    jobs.push_back([&, i] { return runCommOps(comms[i], perComm[i]); });
+  return runConcurrently(jobs);
+}
+
+}  // extern "C"

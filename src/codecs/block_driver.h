@@ -1,0 +1,159 @@
+// Host loops of the blocked codecs: walk a payload block by block with fixed-size local arrays
+// (templated on the block size G and the element type), calling a block kernel K that wraps
+// the shared math of src/kernels/. No allocation, no virtual call per element.
+//
+// Payload of `count` elements (nb = ceil(count / G) blocks):
+//   bytes [0, nb*G)          one-byte codes, block-major, input order inside a block
+//                            (a partial last block keeps all G codes; its input is zero-padded)
+//   bytes [nb*G, nb*(G+4))   nb little-endian fp32 scale words (4-byte aligned: G % 4 == 0)
+//
+// A kernel K provides:
+//   using Code = uint8_t or int8_t;
+//   template <int G> uint32_t encode(const float* x, float* scratch, Code* codes) const;
+//   template <int G> void decode(const Code* codes, uint32_t word, float* out) const;
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "codecs/dtype_io.h"
+
+namespace coccl {
+namespace codec_detail {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "payload scale words are little-endian");
+
+// The block loops are cloned for AVX2 and baseline x86-64 and picked at load time. The clones
+// compute bitwise-identical results: all math is element-wise IEEE fp32 (no FMA contraction,
+// no reassociation) or integer, so vector width does not change a single bit.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__) && !defined(COCCL_NO_CLONES)
+#define COCCL_HOST_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define COCCL_HOST_CLONES
+#endif
+// Block kernels' encode/decode are inlined into the (cloned) loops.
+#if defined(__GNUC__)
+#define COCCL_BLOCK_INLINE inline __attribute__((always_inline))
+#else
+#define COCCL_BLOCK_INLINE inline
+#endif
+
+inline uint32_t loadWord(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+inline void storeWord(uint8_t* p, uint32_t w) { std::memcpy(p, &w, 4); }
+
+inline size_t numBlocks(size_t count, size_t g) { return (count + g - 1) / g; }
+
+// Loads elements [base, base+n) of src into x[0, G), zero-padding past n.
+template <int G, cocclDataType_t DT>
+inline void loadBlock(const typename FloatIO<DT>::T* src, size_t n, float* x) {
+  if (n == static_cast<size_t>(G)) {
+    for (int i = 0; i < G; ++i) x[i] = FloatIO<DT>::toF(src[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) x[i] = FloatIO<DT>::toF(src[i]);
+    for (size_t i = n; i < static_cast<size_t>(G); ++i) x[i] = 0.0f;
+  }
+}
+
+// Encodes blocks [b0, b1) of an input of `count` elements into a payload of nb blocks.
+// `src` points at element 0 of the whole input.
+template <int G, cocclDataType_t DT, class K>
+COCCL_HOST_CLONES void encodeBlocks(const K& k, const typename FloatIO<DT>::T* src, size_t count, size_t b0,
+                  size_t b1, uint8_t* payload) {
+  using Code = typename K::Code;
+  const size_t nb = numBlocks(count, G);
+  uint8_t* scales = payload + nb * G;
+  alignas(64) float x[G];
+  alignas(64) float y[G];
+  for (size_t b = b0; b < b1; ++b) {
+    const size_t base = b * G;
+    loadBlock<G, DT>(src + base, std::min<size_t>(G, count - base), x);
+    uint32_t w = k.template encode<G>(x, y, reinterpret_cast<Code*>(payload + base));
+    storeWord(scales + 4 * b, w);
+  }
+}
+
+// Sinks receive one decoded block: put(base, z, n) with z[0, n) the fp32 values of elements
+// [base, base+n).
+template <cocclDataType_t DT>
+struct StoreSink {
+  typename FloatIO<DT>::T* out;
+  void put(size_t base, const float* z, size_t n) const {
+    typename FloatIO<DT>::T* o = out + base;
+    for (size_t i = 0; i < n; ++i) o[i] = FloatIO<DT>::fromF(z[i]);
+  }
+};
+
+struct AccumulateSink {
+  float* acc;
+  void put(size_t base, const float* z, size_t n) const {
+    float* a = acc + base;
+    for (size_t i = 0; i < n; ++i) a[i] = a[i] + z[i];
+  }
+};
+
+template <int G, class K, class Sink>
+COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t count, const Sink& sink) {
+  using Code = typename K::Code;
+  const size_t nb = numBlocks(count, G);
+  const uint8_t* scales = payload + nb * G;
+  alignas(64) float z[G];
+  for (size_t b = 0; b < nb; ++b) {
+    const size_t base = b * G;
+    k.template decode<G>(reinterpret_cast<const Code*>(payload + base), loadWord(scales + 4 * b),
+                         z);
+    sink.put(base, z, std::min<size_t>(G, count - base));
+  }
+}
+
+// The fused two-shot owner step, block by block: acc = sum_r (r == self ? convert(selfIn) :
+// decode(ins[r])) in rank order (first term assigned, the others added), acc *= scale when
+// scale != 1, out = encode(acc as fp32), decoded = decode(out) in dt. Bitwise equal to running
+// decode / decodeAccumulate / encode(fp32) / decode over the whole chunk.
+template <int G, cocclDataType_t DT, class K>
+COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* ins, int p, int self,
+                              const typename FloatIO<DT>::T* selfIn, size_t count, float scale,
+                              uint8_t* out, typename FloatIO<DT>::T* decoded) {
+  using Code = typename K::Code;
+  const size_t nb = numBlocks(count, G);
+  uint8_t* scales = out + nb * G;
+  alignas(64) float acc[G];
+  alignas(64) float z[G];
+  for (size_t b = 0; b < nb; ++b) {
+    const size_t base = b * G;
+    const size_t n = std::min<size_t>(G, count - base);
+    for (int r = 0; r < p; ++r) {
+      if (r == self) {
+        loadBlock<G, DT>(selfIn + base, n, z);
+      } else {
+        const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
+        k.template decode<G>(reinterpret_cast<const Code*>(in + base),
+                             loadWord(in + nb * G + 4 * b), z);
+      }
+      if (r == 0) {
+        for (int i = 0; i < G; ++i) acc[i] = z[i];
+      } else {
+        for (int i = 0; i < G; ++i) acc[i] = acc[i] + z[i];
+      }
+    }
+    if (scale != 1.0f) {
+      for (int i = 0; i < G; ++i) acc[i] = acc[i] * scale;
+    }
+    // positions past count are zero padding, exactly as encode(fp32 acc) would see them
+    for (size_t i = n; i < static_cast<size_t>(G); ++i) acc[i] = 0.0f;
+    Code* codes = reinterpret_cast<Code*>(out + base);
+    uint32_t w = k.template encode<G>(acc, z, codes);
+    storeWord(scales + 4 * b, w);
+    if (decoded != nullptr) {
+      k.template decode<G>(codes, w, z);
+      StoreSink<DT>{decoded}.put(base, z, n);
+    }
+  }
+}
+
+}  // namespace codec_detail
+}  // namespace coccl

@@ -1,0 +1,72 @@
+// The codec interface. A codec turns `count` elements of fp32/fp16/bf16 into a self-contained
+// payload of exactly encodedBytes(count) bytes and back. Codecs know nothing of ranks; the
+// collectives cut messages into chunks (multiples of blockElems()) and encode each chunk into
+// its own payload. Host and device implementations of a codec produce identical bytes for
+// identical input (the block math lives in src/kernels/*.h, shared by both).
+//
+// Thread-safety: all methods are const and reentrant.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "coccl.h"
+
+namespace coccl {
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+
+  // Short name ("none", "int8", "fp8_ash_ds"), the full canonical spec with every parameter
+  // ("fp8_ash_ds:block=128,format=e4m3,..."), a stable numeric id and the payload format
+  // version (bumped whenever the bytes for some input change).
+  virtual const char* name() const = 0;
+  virtual const std::string& spec() const = 0;
+  virtual uint32_t id() const = 0;
+  virtual uint32_t formatVersion() const = 0;
+
+  // Input/output dtypes the codec compresses (fp32, fp16, bf16 for the lossy codecs; any for
+  // "none") and reduction ops it can take part in (SUM, AVG).
+  virtual bool supportsType(cocclDataType_t dt) const = 0;
+  virtual bool supportsOp(cocclRedOp_t op) const = 0;
+  virtual bool lossless() const = 0;
+
+  // Elements per block: chunk boundaries inside a message must be multiples of this.
+  virtual size_t blockElems() const = 0;
+  // Exact payload size of `count` elements of `dt` (the none codec depends on dt).
+  virtual size_t encodedBytes(size_t count, cocclDataType_t dt) const = 0;
+
+  // Encodes in[0, count) of type dt into out[0, encodedBytes(count, dt)).
+  virtual void encode(const void* in, cocclDataType_t dt, size_t count, void* out) const = 0;
+  // Decodes a payload of `count` elements into out (type dt, RNE from fp32).
+  virtual void decode(const void* in, size_t count, cocclDataType_t dt, void* out) const = 0;
+  // acc[i] += decoded[i] in fp32 (payload encoded from `dt` input; for "none", in holds dt).
+  virtual void decodeAccumulate(const void* in, size_t count, cocclDataType_t dt,
+                                float* acc) const = 0;
+  // The two-shot owner step for one chunk: acc = sum over r = 0..p-1, in that order, of
+  // (r == self ? convert(selfIn) : decode(ins[r])); acc *= scale (1, or 1/p for AVG);
+  // out = encode(acc). `ins[self]` is ignored (may be null); selfIn is the owner's own raw
+  // input of type dt (never quantized). scratch holds `count` floats. If `decoded` is not
+  // null it receives decode(out) in type dt (what every rank will output).
+  virtual void decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
+                                  cocclDataType_t dt, size_t count, float scale, void* out,
+                                  float* scratch, void* decoded) const = 0;
+
+  // Documented bound on |decode(encode(x))_i - x_i| for any element i of a block whose input
+  // has root-mean-square blockRms and largest magnitude blockAbsMax (one encode/decode; finite
+  // input). coccl_perf's #wrong column counts elements outside it (scaled for the collective).
+  virtual double elementErrorBound(double blockRms, double blockAbsMax) const = 0;
+};
+
+using CodecPtr = std::shared_ptr<const Codec>;
+
+// Registry. Specs are "name[:key=value,...]" (see README "Codecs"). Throws Error
+// (cocclInvalidArgument) with a message naming the bad part when a spec does not parse.
+CodecPtr makeCodec(const std::string& spec);
+// Names of the registered codecs.
+std::string codecNames();
+
+}  // namespace coccl

@@ -1,0 +1,43 @@
+// makeCodec / codecNames: the table of built-in codecs.
+#include <string>
+
+#include "codecs/codec.h"
+#include "codecs/codec_factories.h"
+#include "codecs/spec.h"
+#include "core/error.h"
+
+namespace coccl {
+
+namespace {
+
+struct Entry {
+  const char* name;
+  CodecPtr (*make)(const codec_detail::ParsedSpec&);
+};
+
+const Entry kCodecs[] = {
+    {"none", codec_detail::makeNoneCodec},
+    {"int8", codec_detail::makeInt8Codec},
+    {"fp8_ash_ds", codec_detail::makeFp8AshDsCodec},
+};
+
+}  // namespace
+
+CodecPtr makeCodec(const std::string& spec) {
+  codec_detail::ParsedSpec parsed = codec_detail::parseSpec(spec);
+  for (const Entry& e : kCodecs)
+    if (parsed.name == e.name) return e.make(parsed);
+  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': unknown codec '%s' (known: %s)",
+              spec.c_str(), parsed.name.c_str(), codecNames().c_str());
+}
+
+std::string codecNames() {
+  std::string s;
+  for (const Entry& e : kCodecs) {
+    if (!s.empty()) s += ", ";
+    s += e.name;
+  }
+  return s;
+}
+
+}  // namespace coccl

@@ -1,0 +1,53 @@
+// Partition of a message into per-rank shards and per-shard chunks.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace coccl {
+
+struct Range {
+  size_t begin = 0;
+  size_t count = 0;
+};
+
+// Splits n elements into p contiguous shards whose boundaries are multiples of `align`
+// (a codec block); shards differ by at most one align unit; trailing shards may be empty.
+inline std::vector<Range> balancedShards(size_t n, int p, size_t align) {
+  std::vector<Range> s(p);
+  size_t units = (n + align - 1) / align;
+  for (int r = 0; r < p; ++r) {
+    size_t b = units * r / p * align, e = units * (r + 1) / p * align;
+    b = std::min(b, n);
+    e = std::min(e, n);
+    s[r] = {b, e - b};
+  }
+  return s;
+}
+
+// Shards of equal size `count` at r*count (ReduceScatter / AllGather layouts).
+inline std::vector<Range> equalShards(size_t count, int p) {
+  std::vector<Range> s(p);
+  for (int r = 0; r < p; ++r) s[r] = {count * r, count};
+  return s;
+}
+
+// Elements per pipeline chunk: chunkBytes of input, rounded down to a multiple of `align`
+// (at least one align unit).
+inline size_t chunkElems(size_t chunkBytes, size_t elemSize, size_t align) {
+  size_t e = chunkBytes / elemSize;
+  e = e / align * align;
+  return e < align ? align : e;
+}
+
+inline size_t numChunks(size_t count, size_t chunk) { return (count + chunk - 1) / chunk; }
+
+// Chunk k of a shard (clipped).
+inline Range chunkOf(const Range& shard, size_t chunk, size_t k) {
+  size_t b = k * chunk;
+  if (b >= shard.count) return {shard.begin + shard.count, 0};
+  return {shard.begin + b, std::min(chunk, shard.count - b)};
+}
+
+}  // namespace coccl

@@ -1,0 +1,114 @@
+// Bootstrap::Impl, shared by bootstrap.cc (construction, public calls) and bootstrap_p2p.cc
+// (the point-to-point engine). Private to src/core.
+#pragma once
+
+#include <poll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/bootstrap_wire.h"
+#include "core/error.h"
+
+namespace coccl {
+
+struct Bootstrap::Impl {
+  // Connection peer -> this, with the state of the frame being read from it.
+  struct InConn {
+    Socket sock;
+    bool closed = false;       // EOF or error seen; written under mu
+    uint64_t hdr[2] = {0, 0};  // tag, bytes
+    size_t hdrGot = 0;
+    bool inPayload = false;
+    size_t got = 0;
+    char* dst = nullptr;
+    bool toUser = false;  // dst is the caller's buffer (else buf, queued when complete)
+    std::vector<char> buf;
+  };
+  struct Pending {  // accepted, hello not complete yet
+    Socket sock;
+    PeerHello hello;
+    size_t got = 0;
+  };
+  struct SendOp {
+    int peer;
+    uint64_t hdr[2];
+    const char* data;
+    size_t sent = 0;  // bytes of header + payload handed to the kernel
+    bool done = false;
+  };
+  struct RecvOp {
+    int peer;
+    uint64_t tag;
+    char* data;
+    size_t bytes;
+    bool connectOnly = false;  // done once the connection peer -> this exists
+    bool done = false;
+  };
+
+  Impl(int r, int n, uint64_t m, int64_t t, const std::atomic<bool>& a)
+      : aborted(a), rank(r), nranks(n), magic(m), timeoutMs(t), in(n), out(n), departed(n, 0) {}
+
+  const std::atomic<bool>& aborted;
+  int rank, nranks;
+  uint64_t magic;
+  int64_t timeoutMs;
+  Socket listener;
+  std::vector<PeerInfo> peers;
+  std::vector<InConn> in;
+  std::vector<Socket> out;  // this -> peer
+  std::vector<Pending> pending;
+  std::map<std::pair<int, uint64_t>, std::deque<std::vector<char>>> queued;
+  // Guards the Socket objects (and InConn::closed) against abort()/checkPeers() running on
+  // another thread. The owning thread reads them without it; it only writes under it.
+  std::mutex mu;
+  uint64_t agSeq = 0;
+  std::vector<pollfd> fds;  // scratch of run()
+  std::vector<int> fdPeer;
+  std::vector<pollfd> checkFds;  // scratch of checkPeers(), under mu
+  std::vector<int> checkPeer;
+  std::vector<char> departed;    // peers that left cleanly (goodbye seen), under mu
+
+  std::string who(int p) const {
+    return format("rank %d (%s)", p, p < static_cast<int>(peers.size()) ? peers[p].host : "?");
+  }
+  void checkAbort() const {
+    if (aborted.load(std::memory_order_acquire))
+      COCCL_THROW(cocclInvalidUsage, "the bootstrap of rank %d was aborted", rank);
+  }
+  [[noreturn]] void throwClosed(int p) const {
+    COCCL_THROW(cocclRemoteError, "%s closed its bootstrap connection", who(p).c_str());
+  }
+  // Publishes a socket under the lock; one that races with abort() is shut down at once.
+  void adopt(Socket& slot, Socket&& s) {
+    std::lock_guard<std::mutex> g(mu);
+    slot = std::move(s);
+    if (aborted.load(std::memory_order_acquire)) slot.shutdown();
+  }
+  void markClosed(int p) {
+    std::lock_guard<std::mutex> g(mu);
+    in[p].closed = true;
+  }
+
+  // ---- point-to-point engine (bootstrap_p2p.cc) ----
+  void ensureOut(int p, const Deadline& dl);
+  bool tryQueue(RecvOp& r);
+  void pump(int p, RecvOp* want);
+  void detachUser(RecvOp* r);
+  void progressSend(SendOp& s);
+  void acceptAll();
+  void dropPending(Pending& pd);
+  void readHello(Pending& pd);
+  void run(SendOp* s, RecvOp* r, const Deadline& dl);
+  void sendTo(int peer, uint64_t tag, const void* data, size_t bytes, const Deadline& dl);
+  void recvFrom(int peer, uint64_t tag, void* data, size_t bytes, const Deadline& dl);
+};
+
+}  // namespace coccl

@@ -1,0 +1,118 @@
+// One block of the fp8_ash_ds codec (Adaptive Scale-Hadamard transform + Dual-Scale FP8
+// quantization, TACO arXiv 2604.24088), as scalar code with a fixed fp32 evaluation order.
+//
+// Encode of a block x[0, G) (partial blocks zero-padded by the caller):
+//   1. any NaN/Inf, or every element +-0 -> RAW (below).
+//   2. E = blockEnergy<G>(x); alpha = adaptiveAlpha<G>(E, Qmax, lambda, alphaMin, alphaMax).
+//   3. y = fwht<G>(alpha * x)                 (one fp32 multiply per element, exact).
+//   4. m = max |y_j|; inv = Qmax / m; q_j = floatToFp8Sat(y_j * inv)   (one fp32 multiply).
+//   5. c = ((m / Qmax) * (1/G)) * (1/alpha); if not scalesUsable(m, inv, c) -> RAW.
+//   The scale word is c (sign bit clear).
+// Decode: z = fwht<G>(fp8ToFloat(q)); x_i = z_i * c.
+//
+// RAW (scale word = -r, sign bit set): r = rawScale(absmax over finite x, R) with R = 240 for
+// E4M3, 28672 for E5M2 (code 0x77 in both formats, so 0x78..0x7F / 0xF8..0xFF are free):
+//   finite x, r > 0 -> floatToFp8Sat(x / r), magnitude clamped to 0x77;
+//   finite x, r = 0 -> 0x00 / 0x80 by the sign of x (so +-0 round-trip exactly);
+//   +Inf -> 0x7C, -Inf -> 0xFC, NaN -> 0x7F.
+//   Decode: 0x7C -> +Inf, 0xFC -> -Inf, 0x7F/0xFF -> NaN, else fp8ToFloat(code) * r.
+#pragma once
+
+#include "kernels/block_scale.h"
+#include "kernels/fp8.h"
+#include "kernels/hadamard.h"
+
+namespace coccl {
+namespace kmath {
+
+// Parameters of fp8_ash_ds that enter the math (the format is the template argument F).
+struct AshParams {
+  float lambda = 1e-6f;
+  float alphaMin = 1e-3f;
+  float alphaMax = 1e3f;
+};
+
+template <class F>
+struct AshFormat {
+  static constexpr float kQmax = F::kMax;
+  static constexpr float kRawR = F::kMantBits == 3 ? 240.0f : 28672.0f;
+  static constexpr uint8_t kRawMaxCode = 0x77;
+  static constexpr uint8_t kPosInf = 0x7c, kNegInf = 0xfc, kNan = 0x7f;
+};
+
+// RAW encode of one block; returns the scale word.
+template <int G, class F>
+COCCL_HD uint32_t ashEncodeRaw(const float* x, uint8_t* codes) {
+  using Fmt = AshFormat<F>;
+  float r = rawScale(bitsFloat(maxAbsBits<G, true>(x)), Fmt::kRawR);
+  for (int i = 0; i < G; ++i) {
+    uint32_t u = floatBits(x[i]);
+    uint32_t a = u & 0x7fffffffu;
+    uint8_t code;
+    if (a > 0x7f800000u) {
+      code = Fmt::kNan;
+    } else if (a == 0x7f800000u) {
+      code = (u >> 31) ? Fmt::kNegInf : Fmt::kPosInf;
+    } else if (r == 0.0f) {
+      code = static_cast<uint8_t>((u >> 24) & 0x80u);
+    } else {
+      uint8_t c = floatToFp8Sat<F>(divRn(x[i], r));
+      uint8_t mag = static_cast<uint8_t>(c & 0x7fu);
+      code = static_cast<uint8_t>((c & 0x80u) | (mag > Fmt::kRawMaxCode ? Fmt::kRawMaxCode : mag));
+    }
+    codes[i] = code;
+  }
+  return rawWord(r);
+}
+
+// Encode of one block of G fp32 values. `y` is scratch of G floats. Returns the scale word.
+template <int G, class F>
+COCCL_HD uint32_t ashEncodeBlock(const float* x, float* y, uint8_t* codes, const AshParams& p) {
+  using Fmt = AshFormat<F>;
+  uint32_t amax = maxAbsBits<G>(x);
+  if (amax == 0u || !isFiniteBits(amax)) return ashEncodeRaw<G, F>(x, codes);
+
+  float alpha = adaptiveAlpha<G>(blockEnergy<G>(x), Fmt::kQmax, p.lambda, p.alphaMin,
+                                 p.alphaMax);
+  for (int i = 0; i < G; ++i) y[i] = mulRn(alpha, x[i]);
+  fwht<G>(y);
+  float m = bitsFloat(maxAbsBits<G>(y));
+  float inv = divRn(Fmt::kQmax, m);
+  float c = decodeMultiplier(m, Fmt::kQmax, 1.0f / static_cast<float>(G), divRn(1.0f, alpha));
+  if (!scalesUsable(m, inv, c)) return ashEncodeRaw<G, F>(x, codes);
+  for (int i = 0; i < G; ++i) codes[i] = floatToFp8SatNonNan<F>(mulRn(y[i], inv));
+  return floatBits(c);
+}
+
+// Dequantizer of one code (host code may pass a lookup table with the same values).
+template <class F>
+struct Fp8Dequant {
+  COCCL_HD float operator()(uint8_t c) const { return fp8ToFloat<F>(c); }
+};
+
+// RAW decode of one element.
+template <class F>
+COCCL_HD float ashDecodeRawElem(uint8_t code, float r) {
+  using Fmt = AshFormat<F>;
+  if (code == Fmt::kPosInf) return bitsFloat(0x7f800000u);
+  if (code == Fmt::kNegInf) return bitsFloat(0xff800000u);
+  if ((code & 0x7fu) == Fmt::kNan) return bitsFloat(0x7fc00000u);
+  return mulRn(fp8ToFloat<F>(code), r);
+}
+
+// Decode of one block into out[0, G) (fp32).
+template <int G, class F, class Deq = Fp8Dequant<F>>
+COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, Deq deq = Deq()) {
+  if (isRawWord(word)) {
+    float r = rawScaleFromWord(word);
+    for (int i = 0; i < G; ++i) out[i] = ashDecodeRawElem<F>(codes[i], r);
+    return;
+  }
+  float c = bitsFloat(word);
+  for (int i = 0; i < G; ++i) out[i] = deq(codes[i]);
+  fwht<G>(out);
+  for (int i = 0; i < G; ++i) out[i] = mulRn(out[i], c);
+}
+
+}  // namespace kmath
+}  // namespace coccl

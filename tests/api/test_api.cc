@@ -1,0 +1,197 @@
+// The C boundary: version, error strings, config handling, argument validation (every bad
+// input returns the documented code with a message and never crashes), groups.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coccl.h"
+#include "harness/harness.h"
+
+using namespace coccl::test;
+
+namespace {
+
+TEST(Api, VersionAndErrorStrings) {
+  int v = 0;
+  ASSERT_EQ(cocclGetVersion(&v), cocclSuccess);
+  EXPECT_EQ(v, COCCL_VERSION_CODE);
+  EXPECT_EQ(cocclGetVersion(nullptr), cocclInvalidArgument);
+  EXPECT_NE(std::string(cocclGetLastError(nullptr)).find("NULL"), std::string::npos);
+  for (int r = 0; r <= cocclNumResults; ++r)
+    EXPECT_NE(cocclGetErrorString(static_cast<cocclResult_t>(r)), nullptr);
+  EXPECT_STREQ(cocclGetErrorString(cocclSuccess), "no error");
+}
+
+TEST(Api, EnumValuesMatchNccl) {
+  EXPECT_EQ(cocclInProgress, 7);
+  EXPECT_EQ(cocclBfloat16, 9);
+  EXPECT_EQ(cocclFloat8e4m3, 10);
+  EXPECT_EQ(cocclFloat8e5m2, 11);
+  EXPECT_EQ(cocclAvg, 4);
+  EXPECT_EQ(sizeof(cocclUniqueId), 128u);
+}
+
+TEST(Api, InitRejectsBadArguments) {
+  cocclUniqueId id;
+  ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess);
+  cocclComm_t comm = reinterpret_cast<cocclComm_t>(0x1);
+  EXPECT_EQ(cocclCommInitRank(nullptr, 1, id, 0), cocclInvalidArgument);
+  EXPECT_EQ(cocclCommInitRank(&comm, 0, id, 0), cocclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(cocclCommInitRank(&comm, 2, id, 2), cocclInvalidArgument);
+  EXPECT_EQ(cocclCommInitRank(&comm, 2, id, -1), cocclInvalidArgument);
+  cocclUniqueId zero;
+  std::memset(&zero, 0, sizeof(zero));
+  EXPECT_EQ(cocclCommInitRank(&comm, 1, zero, 0), cocclInvalidArgument);
+  EXPECT_NE(std::string(cocclGetLastError(nullptr)).find("unique id"), std::string::npos);
+  cocclConfig_t bad;
+  std::memset(&bad, 0, sizeof(bad));
+  EXPECT_EQ(cocclCommInitRankConfig(&comm, 1, id, 0, &bad), cocclInvalidArgument);
+  EXPECT_NE(std::string(cocclGetLastError(nullptr)).find("COCCL_CONFIG_INITIALIZER"),
+            std::string::npos);
+  cocclConfig_t badCodec = COCCL_CONFIG_INITIALIZER;
+  badCodec.codec = "fp9_magic";
+  EXPECT_EQ(cocclCommInitRankConfig(&comm, 1, id, 0, &badCodec), cocclInvalidArgument);
+  EXPECT_EQ(cocclGetUniqueId(nullptr), cocclInvalidArgument);
+}
+
+TEST(Api, OlderAndNewerConfigSizesAreAccepted) {
+  // An "older" config: only NCCL's fields (size stops before coccl's own).
+  cocclConfig_t old = COCCL_CONFIG_INITIALIZER;
+  old.size = offsetof(cocclConfig_t, codec);
+  RunOptions oldOpts;
+  oldOpts.config = old;
+  runRanks(1, Mode::Threads, [](Rank&) {}, oldOpts);
+  // A "newer" config: larger than ours; the unknown tail is ignored.
+  struct Newer {
+    cocclConfig_t base;
+    long long futureField;
+  } newer{COCCL_CONFIG_INITIALIZER, 42};
+  newer.base.size = sizeof(Newer);
+  RunOptions o;
+  o.config = newer.base;
+  runRanks(1, Mode::Threads, [](Rank&) {}, o);
+}
+
+TEST(Api, CollectivesRejectBadArguments) {
+  runRanks(2, Mode::Threads, [](Rank& r) {
+    std::vector<float> a(64), b(64 * 2);
+    cocclComm_t c = r.comm;
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, cocclSum, nullptr, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(nullptr, b.data(), 4, cocclFloat32, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(a.data(), nullptr, 4, cocclFloat32, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(12), cocclSum,
+                             c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(-1), cocclSum,
+                             c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, static_cast<cocclRedOp_t>(5),
+                             c, nullptr),
+              cocclInvalidArgument);
+    // Partial overlap of send and receive buffers is not an in-place call.
+    EXPECT_EQ(cocclAllReduce(a.data(), a.data() + 1, 4, cocclFloat32, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), SIZE_MAX / 2, cocclFloat32, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclBroadcast(a.data(), a.data(), 4, cocclFloat32, 2, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclBroadcast(a.data(), a.data(), 4, cocclFloat32, -1, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclReduce(a.data(), b.data(), 4, cocclFloat32, cocclSum, 7, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclSend(a.data(), 4, cocclFloat32, 5, c, nullptr), cocclInvalidArgument);
+    EXPECT_EQ(cocclRecv(nullptr, 4, cocclFloat32, 0, c, nullptr), cocclInvalidArgument);
+    std::vector<float> g(256);
+    EXPECT_EQ(cocclAllGather(g.data(), g.data() + 1, 64, cocclFloat32, c, nullptr),
+              cocclInvalidArgument);  // overlaps but not at the rank's offset
+    // Zero counts with NULL buffers are no-ops.
+    EXPECT_EQ(cocclAllReduce(nullptr, nullptr, 0, cocclFloat32, cocclSum, c, nullptr),
+              cocclSuccess);
+    EXPECT_EQ(cocclReduceScatter(nullptr, nullptr, 0, cocclBfloat16, cocclAvg, c, nullptr),
+              cocclSuccess);
+    EXPECT_EQ(cocclAllGather(nullptr, nullptr, 0, cocclInt8, c, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclBroadcast(nullptr, nullptr, 0, cocclInt8, 0, c, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclReduce(nullptr, nullptr, 0, cocclInt8, cocclMax, 1, c, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclSend(nullptr, 0, cocclInt8, 1 - r.rank, c, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclRecv(nullptr, 0, cocclInt8, 1 - r.rank, c, nullptr), cocclSuccess);
+    // Argument errors do not break the communicator.
+    cocclResult_t async;
+    EXPECT_EQ(cocclCommGetAsyncError(c, &async), cocclSuccess);
+    EXPECT_EQ(async, cocclSuccess);
+    a.assign(64, 1.0f);
+    ASSERT_EQ(cocclAllReduce(a.data(), b.data(), 64, cocclFloat32, cocclSum, c, nullptr),
+              cocclSuccess);
+    EXPECT_EQ(b[63], 2.0f);
+  });
+}
+
+TEST(Api, QueriesAndGroups) {
+  runRanks(3, Mode::Threads, [](Rank& r) {
+    int n = 0, rank = -1, dev = 7;
+    EXPECT_EQ(cocclCommCount(r.comm, &n), cocclSuccess);
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(cocclCommUserRank(r.comm, &rank), cocclSuccess);
+    EXPECT_EQ(rank, r.rank);
+    EXPECT_EQ(cocclCommCuDevice(r.comm, &dev), cocclSuccess);
+    EXPECT_EQ(dev, -1);
+    EXPECT_EQ(cocclCommCount(nullptr, &n), cocclInvalidArgument);
+    EXPECT_EQ(cocclCommCount(r.comm, nullptr), cocclInvalidArgument);
+    // Exchange with both neighbours in one (nested) group: no deadlock whatever the order.
+    std::vector<int> s(1000, r.rank), fromPrev(1000, -1), fromNext(1000, -1), self(1000, -1);
+    int next = (r.rank + 1) % 3, prev = (r.rank + 2) % 3;
+    ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+    ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+    EXPECT_EQ(cocclSend(s.data(), 1000, cocclInt32, next, r.comm, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclSend(s.data(), 1000, cocclInt32, prev, r.comm, nullptr), cocclSuccess);
+    ASSERT_EQ(cocclGroupEnd(), cocclSuccess);
+    EXPECT_EQ(cocclRecv(fromNext.data(), 1000, cocclInt32, next, r.comm, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclRecv(fromPrev.data(), 1000, cocclInt32, prev, r.comm, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclSend(s.data(), 1000, cocclInt32, r.rank, r.comm, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclRecv(self.data(), 1000, cocclInt32, r.rank, r.comm, nullptr), cocclSuccess);
+    ASSERT_EQ(cocclGroupEnd(), cocclSuccess);
+    EXPECT_EQ(fromNext[999], next);
+    EXPECT_EQ(fromPrev[0], prev);
+    EXPECT_EQ(self[5], r.rank);
+    EXPECT_EQ(cocclGroupEnd(), cocclInvalidUsage);
+    // Self send outside a group would deadlock: refused.
+    EXPECT_EQ(cocclSend(s.data(), 10, cocclInt32, r.rank, r.comm, nullptr), cocclInvalidUsage);
+  });
+}
+
+TEST(Api, OneThreadDrivesSeveralCommunicatorsInAGroup) {
+  cocclUniqueId id;
+  ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess);
+  cocclComm_t comms[4];
+  ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+  for (int r = 0; r < 4; ++r) ASSERT_EQ(cocclCommInitRank(&comms[r], 4, id, r), cocclSuccess);
+  ASSERT_EQ(cocclGroupEnd(), cocclSuccess) << cocclGetLastError(nullptr);
+  std::vector<std::vector<float>> in(4, std::vector<float>(5000)), out(4, std::vector<float>(5000));
+  for (int r = 0; r < 4; ++r) in[r].assign(5000, static_cast<float>(r + 1));
+  ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+  for (int r = 0; r < 4; ++r)
+    ASSERT_EQ(cocclAllReduce(in[r].data(), out[r].data(), 5000, cocclFloat32, cocclSum, comms[r],
+                             nullptr),
+              cocclSuccess);
+  ASSERT_EQ(cocclGroupEnd(), cocclSuccess) << cocclGetLastError(nullptr);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(out[r][4999], 10.0f);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(cocclCommDestroy(comms[r]), cocclSuccess);
+}
+
+TEST(Api, FinalizeThenDestroy) {
+  RunOptions o;
+  o.destroyComm = false;
+  runRanks(3, Mode::Threads, [](Rank& r) {
+    EXPECT_EQ(cocclCommFinalize(r.comm), cocclSuccess);
+    EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);
+  }, o);
+  EXPECT_EQ(cocclCommDestroy(nullptr), cocclSuccess);
+  EXPECT_EQ(cocclCommAbort(nullptr), cocclSuccess);
+}
+
+}  // namespace

@@ -1,0 +1,33 @@
+// Helpers for compressed-collective tests: synthetic per-rank inputs (deterministic, so each
+// rank can compute the fp64 reference alone), relative L2 error, cross-rank identity check.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "coccl.h"
+#include "harness/harness.h"
+
+namespace coccl::test {
+
+// Rank `rank`'s input: N(0,1) values with a few outlier channels, stored in dt (bytes) and
+// its exact value as double.
+struct RankData {
+  std::vector<uint8_t> bytes;
+  std::vector<double> exact;
+};
+RankData syntheticInput(cocclDataType_t dt, size_t count, int rank, uint64_t seed);
+
+// Converts a typed (fp32/fp16/bf16) buffer to doubles.
+std::vector<double> toDoubles(cocclDataType_t dt, const void* buf, size_t count);
+
+double relL2(const std::vector<double>& got, const std::vector<double>& want);
+
+// FNV-1a hash of bytes.
+uint64_t hashBytes(const void* p, size_t n);
+
+// True if every rank passed the same hash (exact AllGather of the hashes through `comm`).
+bool sameOnAllRanks(const Rank& r, uint64_t hash);
+
+}  // namespace coccl::test

@@ -1,0 +1,102 @@
+#include "harness/harness.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+namespace coccl::test {
+namespace {
+
+void runOne(int rank, int n, const cocclUniqueId& id, const RunOptions& opts,
+            const std::function<void(Rank&)>& body) {
+  Rank r{rank, n, nullptr};
+  cocclConfig_t cfg = opts.config;
+  cocclResult_t res = cocclCommInitRankConfig(&r.comm, n, id, rank, &cfg);
+  ASSERT_EQ(res, cocclSuccess) << "rank " << rank << ": " << cocclGetLastError(nullptr);
+  body(r);
+  if (opts.destroyComm && r.comm) {
+    EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);
+  }
+}
+
+}  // namespace
+
+void runRanks(int n, Mode mode, const std::function<void(Rank&)>& body, const RunOptions& opts) {
+  cocclUniqueId id;
+  ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess) << cocclGetLastError(nullptr);
+  if (mode == Mode::Threads) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { runOne(r, n, id, opts, body); });
+    for (auto& t : threads) t.join();
+    return;
+  }
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork failed";
+    if (pid == 0) {
+      runOne(r, n, id, opts, body);
+      std::fflush(stdout);
+      _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    pids.push_back(pid);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opts.harnessTimeoutS);
+  std::vector<int> status(n, -1);
+  int left = n;
+  while (left > 0) {
+    for (int r = 0; r < n; ++r) {
+      if (status[r] != -1) continue;
+      int st = 0;
+      pid_t w = waitpid(pids[r], &st, WNOHANG);
+      if (w == pids[r]) {
+        status[r] = st;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (int r = 0; r < n; ++r)
+        if (status[r] == -1) kill(pids[r], SIGKILL);
+      ADD_FAILURE() << "ranks still running after " << opts.harnessTimeoutS << " s: killed (hang)";
+      for (int r = 0; r < n; ++r)
+        if (status[r] == -1) waitpid(pids[r], &status[r], 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int r = 0; r < n; ++r) {
+    bool killedOk = false;
+    for (int k : opts.expectKilled) killedOk |= k == r;
+    if (killedOk) {
+      EXPECT_TRUE(WIFSIGNALED(status[r])) << "rank " << r << " was expected to die";
+      continue;
+    }
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
+        << "rank " << r << " (process) failed: status " << status[r];
+  }
+}
+
+cocclConfig_t configWithTimeout(int timeoutMs) {
+  cocclConfig_t c = COCCL_CONFIG_INITIALIZER;
+  c.timeoutMs = timeoutMs;
+  return c;
+}
+
+std::string dataDir() {
+  const char* candidates[] = {std::getenv("COCCL_DATA_DIR"), COCCL_TEST_DATA_DIR,
+                              "/work/shared/data"};
+  for (const char* d : candidates) {
+    if (!d || !*d) continue;
+    std::string m = std::string(d) + "/tp_tensors_manifest.json";
+    if (access(m.c_str(), R_OK) == 0) return d;
+  }
+  return "";
+}
+
+}  // namespace coccl::test

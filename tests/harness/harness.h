@@ -1,0 +1,44 @@
+// Multi-rank test harness: runs a body on N ranks, either as threads of this process or as
+// forked processes, each rank with its own communicator created from one unique id (the
+// bootstrap runs over loopback). Used by every multi-rank test.
+//
+// In process mode a child reports failure through its exit status (gtest failures inside the
+// child print there and make it exit 1); the parent checks every child and kills them all if
+// one hangs past the harness timeout.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coccl.h"
+
+namespace coccl::test {
+
+enum class Mode { Threads, Processes };
+inline const char* modeName(Mode m) { return m == Mode::Threads ? "threads" : "processes"; }
+
+struct Rank {
+  int rank;
+  int nranks;
+  cocclComm_t comm;
+};
+
+struct RunOptions {
+  cocclConfig_t config = COCCL_CONFIG_INITIALIZER;
+  bool destroyComm = true;      // the harness destroys the comm after the body
+  int harnessTimeoutS = 240;    // kill everything after this long (processes)
+  std::vector<int> expectKilled;  // ranks expected to die by a signal (processes)
+};
+
+// Runs body(rank) on n ranks. Failures inside the body are gtest failures.
+void runRanks(int n, Mode mode, const std::function<void(Rank&)>& body,
+              const RunOptions& opts = RunOptions());
+
+// Convenience: fills a config with a short timeout.
+cocclConfig_t configWithTimeout(int timeoutMs);
+
+// The real tensor-parallel data folder (tp_tensors_manifest.json), or "" when not present.
+std::string dataDir();
+
+}  // namespace coccl::test
