@@ -36,7 +36,9 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
-size_t elemSize(cocclDataType_t dt) { return dt == cocclFloat32 ? 4 : 2; }
+size_t elemSize(cocclDataType_t dt) {
+  return dt == cocclFloat32 ? 4 : 2;
+}
 
 cocclDataType_t parseType(const std::string& s) {
   if (s == "fp32") return cocclFloat32;
@@ -64,7 +66,8 @@ const std::vector<uint8_t>& input(size_t bytes, cocclDataType_t dt) {
     if (dt == cocclFloat32) {
       std::memcpy(&buf[4 * i], &v, 4);
     } else {
-      uint16_t h = dt == cocclBfloat16 ? coccl::kmath::floatToBf16(v) : coccl::kmath::floatToFp16(v);
+      uint16_t h =
+          dt == cocclBfloat16 ? coccl::kmath::floatToBf16(v) : coccl::kmath::floatToFp16(v);
       std::memcpy(&buf[2 * i], &h, 2);
     }
   }

@@ -2,6 +2,7 @@
 // given a host block kernel K. K additionally provides
 //   static constexpr const char* kName; static constexpr uint32_t kId, kFormatVersion;
 //   double errorBound(size_t G, double blockRms, double blockAbsMax) const;
+//   CodecDesc desc(size_t G) const;
 #pragma once
 
 #include <limits>
@@ -32,8 +33,8 @@ class BlockCodec final : public Codec {
 
   size_t encodedBytes(size_t count, cocclDataType_t dt) const override {
     checkType(dt, "encodedBytes");
-    COCCL_CHECK_ARG(count <= std::numeric_limits<size_t>::max() / 8,
-                    "%s: count %zu too large", K::kName, count);
+    COCCL_CHECK_ARG(count <= std::numeric_limits<size_t>::max() / 8, "%s: count %zu too large",
+                    K::kName, count);
     return numBlocks(count, g_) * (g_ + 4);
   }
 
@@ -80,17 +81,17 @@ class BlockCodec final : public Codec {
 
   // Fused per block; `scratch` is not needed (see decodeReduceEncodeBlocks).
   void decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
-                          cocclDataType_t dt, size_t count, float scale, void* out,
-                          float* scratch, void* decoded) const override {
+                          cocclDataType_t dt, size_t count, float scale, void* out, float* scratch,
+                          void* decoded) const override {
     checkType(dt, "decodeReduceEncode");
-    COCCL_CHECK_ARG(p >= 1 && self >= 0 && self < p,
-                    "%s: decodeReduceEncode with p=%d self=%d", K::kName, p, self);
+    COCCL_CHECK_ARG(p >= 1 && self >= 0 && self < p, "%s: decodeReduceEncode with p=%d self=%d",
+                    K::kName, p, self);
     if (count == 0) return;
     checkPtrs(selfIn, out, "decodeReduceEncode");
     COCCL_CHECK_ARG(p == 1 || ins != nullptr, "%s: decodeReduceEncode: ins is null", K::kName);
     for (int r = 0; r < p; ++r)
-      COCCL_CHECK_ARG(r == self || ins[r] != nullptr,
-                      "%s: decodeReduceEncode: ins[%d] is null", K::kName, r);
+      COCCL_CHECK_ARG(r == self || ins[r] != nullptr, "%s: decodeReduceEncode: ins[%d] is null",
+                      K::kName, r);
     dispatchBlock(g_, [&](auto gt) {
       constexpr int G = decltype(gt)::value;
       dispatchFloatType(dt, [&](auto dtt) {
@@ -106,6 +107,8 @@ class BlockCodec final : public Codec {
   double elementErrorBound(double blockRms, double blockAbsMax) const override {
     return k_.errorBound(g_, blockRms, blockAbsMax);
   }
+
+  CodecDesc deviceDesc() const override { return k_.desc(g_); }
 
  private:
   void checkType(cocclDataType_t dt, const char* what) const {

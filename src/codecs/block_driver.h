@@ -44,9 +44,13 @@ inline uint32_t loadWord(const uint8_t* p) {
   return w;
 }
 
-inline void storeWord(uint8_t* p, uint32_t w) { std::memcpy(p, &w, 4); }
+inline void storeWord(uint8_t* p, uint32_t w) {
+  std::memcpy(p, &w, 4);
+}
 
-inline size_t numBlocks(size_t count, size_t g) { return (count + g - 1) / g; }
+inline size_t numBlocks(size_t count, size_t g) {
+  return (count + g - 1) / g;
+}
 
 // Loads elements [base, base+n) of src into x[0, G), zero-padding past n.
 template <int G, cocclDataType_t DT>
@@ -62,8 +66,8 @@ inline void loadBlock(const typename FloatIO<DT>::T* src, size_t n, float* x) {
 // Encodes blocks [b0, b1) of an input of `count` elements into a payload of nb blocks.
 // `src` points at element 0 of the whole input.
 template <int G, cocclDataType_t DT, class K>
-COCCL_HOST_CLONES void encodeBlocks(const K& k, const typename FloatIO<DT>::T* src, size_t count, size_t b0,
-                  size_t b1, uint8_t* payload) {
+COCCL_HOST_CLONES void encodeBlocks(const K& k, const typename FloatIO<DT>::T* src, size_t count,
+                                    size_t b0, size_t b1, uint8_t* payload) {
   using Code = typename K::Code;
   const size_t nb = numBlocks(count, G);
   uint8_t* scales = payload + nb * G;
@@ -97,7 +101,8 @@ struct AccumulateSink {
 };
 
 template <int G, class K, class Sink>
-COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t count, const Sink& sink) {
+COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t count,
+                                    const Sink& sink) {
   using Code = typename K::Code;
   const size_t nb = numBlocks(count, G);
   const uint8_t* scales = payload + nb * G;
@@ -116,8 +121,9 @@ COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t c
 // decode / decodeAccumulate / encode(fp32) / decode over the whole chunk.
 template <int G, cocclDataType_t DT, class K>
 COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* ins, int p, int self,
-                              const typename FloatIO<DT>::T* selfIn, size_t count, float scale,
-                              uint8_t* out, typename FloatIO<DT>::T* decoded) {
+                                                const typename FloatIO<DT>::T* selfIn, size_t count,
+                                                float scale, uint8_t* out,
+                                                typename FloatIO<DT>::T* decoded) {
   using Code = typename K::Code;
   const size_t nb = numBlocks(count, G);
   uint8_t* scales = out + nb * G;

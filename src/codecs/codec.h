@@ -13,6 +13,7 @@
 #include <string>
 
 #include "coccl.h"
+#include "kernels/codec_desc.h"
 
 namespace coccl {
 
@@ -59,6 +60,10 @@ class Codec {
   // has root-mean-square blockRms and largest magnitude blockAbsMax (one encode/decode; finite
   // input). coccl_perf's #wrong column counts elements outside it (scaled for the collective).
   virtual double elementErrorBound(double blockRms, double blockAbsMax) const = 0;
+
+  // What a CUDA kernel needs to run this codec (a POD, see src/kernels/codec_desc.h). Codecs
+  // without a device implementation keep the default (kind None).
+  virtual CodecDesc deviceDesc() const { return CodecDesc{}; }
 };
 
 using CodecPtr = std::shared_ptr<const Codec>;

@@ -74,6 +74,17 @@ struct AshKernel {
     double core = rms * (std::sqrt(G) * (eps + 0x1p-18) + d * G / F::kMax);
     return core + 0x1p-8 * (absmax + core) + 0x1p-120;
   }
+
+  CodecDesc desc(size_t g) const {
+    CodecDesc d;
+    d.kind = CodecKind::Fp8AshDs;
+    d.block = static_cast<int32_t>(g);
+    d.fp8E5M2 = F::kMantBits == 2 ? 1 : 0;
+    d.lambda = params.lambda;
+    d.alphaMin = params.alphaMin;
+    d.alphaMax = params.alphaMax;
+    return d;
+  }
 };
 
 template <class F>
@@ -99,8 +110,8 @@ CodecPtr makeFp8AshDsCodec(const ParsedSpec& spec) {
     COCCL_THROW(cocclInvalidArgument, "codec spec '%s': alpha_min must be <= alpha_max",
                 spec.text.c_str());
   std::string canon = "fp8_ash_ds:block=" + std::to_string(block) + ",format=" + format +
-                      ",lambda=" + formatFloat(p.lambda) + ",alpha_min=" +
-                      formatFloat(p.alphaMin) + ",alpha_max=" + formatFloat(p.alphaMax);
+                      ",lambda=" + formatFloat(p.lambda) + ",alpha_min=" + formatFloat(p.alphaMin) +
+                      ",alpha_max=" + formatFloat(p.alphaMax);
   if (format == "e5m2") return build<kmath::Fp8E5M2>(block, p, canon);
   return build<kmath::Fp8E4M3>(block, p, canon);
 }

@@ -50,9 +50,17 @@ struct Int8Kernel {
 
   double errorBound(size_t g, double rms, double absmax) const {
     const double G = static_cast<double>(g);
-    double core = rotate ? G * rms / 254.0 + std::sqrt(G) * rms * 0x1p-18
-                         : absmax / 250.0 + absmax * 0x1p-18;
+    double core =
+        rotate ? G * rms / 254.0 + std::sqrt(G) * rms * 0x1p-18 : absmax / 250.0 + absmax * 0x1p-18;
     return core + 0x1p-8 * (absmax + core) + 0x1p-120;
+  }
+
+  CodecDesc desc(size_t g) const {
+    CodecDesc d;
+    d.kind = CodecKind::Int8;
+    d.block = static_cast<int32_t>(g);
+    d.rotate = rotate ? 1 : 0;
+    return d;
   }
 };
 

@@ -50,8 +50,7 @@ void forEachAsFloat(const void* in, cocclDataType_t dt, size_t n, Fn&& fn) {
       break;
     }
     default:
-      COCCL_THROW(cocclInvalidArgument, "none: data type %s has no fp32 conversion",
-                  dtypeName(dt));
+      COCCL_THROW(cocclInvalidArgument, "none: data type %s has no fp32 conversion", dtypeName(dt));
   }
 }
 
@@ -85,16 +84,16 @@ class NoneCodec final : public Codec {
 
   void decodeAccumulate(const void* in, size_t count, cocclDataType_t dt,
                         float* acc) const override {
-    COCCL_CHECK_ARG(isFloatingType(dt), "none: decodeAccumulate needs a floating-point type, got %s",
-                    dtypeName(dt));
+    COCCL_CHECK_ARG(isFloatingType(dt),
+                    "none: decodeAccumulate needs a floating-point type, got %s", dtypeName(dt));
     if (count == 0) return;
     COCCL_CHECK_ARG(in != nullptr && acc != nullptr, "none: decodeAccumulate: null buffer");
     forEachAsFloat(in, dt, count, [acc](size_t i, float v) { acc[i] = acc[i] + v; });
   }
 
   void decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
-                          cocclDataType_t dt, size_t count, float scale, void* out,
-                          float* scratch, void* decoded) const override {
+                          cocclDataType_t dt, size_t count, float scale, void* out, float* scratch,
+                          void* decoded) const override {
     COCCL_CHECK_ARG(isCodecFloatType(dt), "none: decodeReduceEncode: unsupported data type %s",
                     dtypeName(dt));
     COCCL_CHECK_ARG(p >= 1 && self >= 0 && self < p, "none: decodeReduceEncode with p=%d self=%d",

@@ -38,8 +38,8 @@ ParsedSpec parseSpec(const std::string& text) {
   size_t pos = 0;
   while (true) {
     size_t comma = rest.find(',', pos);
-    std::string item = rest.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                    : comma - pos);
+    std::string item =
+        rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t eq = item.find('=');
     if (eq == std::string::npos) bad(spec, "expected key=value, got '" + trim(item) + "'");
     std::string key = trim(item.substr(0, eq));
@@ -129,19 +129,32 @@ std::string formatFloat(float v) {
 
 const char* dtypeName(cocclDataType_t dt) {
   switch (dt) {
-    case cocclInt8: return "int8";
-    case cocclUint8: return "uint8";
-    case cocclInt32: return "int32";
-    case cocclUint32: return "uint32";
-    case cocclInt64: return "int64";
-    case cocclUint64: return "uint64";
-    case cocclFloat16: return "fp16";
-    case cocclFloat32: return "fp32";
-    case cocclFloat64: return "fp64";
-    case cocclBfloat16: return "bf16";
-    case cocclFloat8e4m3: return "fp8e4m3";
-    case cocclFloat8e5m2: return "fp8e5m2";
-    default: return "unknown";
+    case cocclInt8:
+      return "int8";
+    case cocclUint8:
+      return "uint8";
+    case cocclInt32:
+      return "int32";
+    case cocclUint32:
+      return "uint32";
+    case cocclInt64:
+      return "int64";
+    case cocclUint64:
+      return "uint64";
+    case cocclFloat16:
+      return "fp16";
+    case cocclFloat32:
+      return "fp32";
+    case cocclFloat64:
+      return "fp64";
+    case cocclBfloat16:
+      return "bf16";
+    case cocclFloat8e4m3:
+      return "fp8e4m3";
+    case cocclFloat8e5m2:
+      return "fp8e5m2";
+    default:
+      return "unknown";
   }
 }
 

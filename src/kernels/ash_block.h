@@ -72,8 +72,7 @@ COCCL_HD uint32_t ashEncodeBlock(const float* x, float* y, uint8_t* codes, const
   uint32_t amax = maxAbsBits<G>(x);
   if (amax == 0u || !isFiniteBits(amax)) return ashEncodeRaw<G, F>(x, codes);
 
-  float alpha = adaptiveAlpha<G>(blockEnergy<G>(x), Fmt::kQmax, p.lambda, p.alphaMin,
-                                 p.alphaMax);
+  float alpha = adaptiveAlpha<G>(blockEnergy<G>(x), Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
   for (int i = 0; i < G; ++i) y[i] = mulRn(alpha, x[i]);
   fwht<G>(y);
   float m = bitsFloat(maxAbsBits<G>(y));

@@ -33,7 +33,9 @@ constexpr uint32_t kRawFlag = 0x80000000u;
 constexpr uint32_t kFltMinBits = 0x00800000u;  // 2^-126
 constexpr float kMinSubnormal = 1.40129846e-45f;
 
-COCCL_HD bool isRawWord(uint32_t word) { return (word & kRawFlag) != 0; }
+COCCL_HD bool isRawWord(uint32_t word) {
+  return (word & kRawFlag) != 0;
+}
 
 // The rotated codecs' adaptive power-of-two scale.
 template <int G>
@@ -66,8 +68,12 @@ COCCL_HD float rawScale(float absmaxFinite, float R) {
   return (r == 0.0f && absmaxFinite > 0.0f) ? kMinSubnormal : r;
 }
 
-COCCL_HD uint32_t rawWord(float r) { return floatBits(r) | kRawFlag; }
-COCCL_HD float rawScaleFromWord(uint32_t word) { return bitsFloat(word & 0x7fffffffu); }
+COCCL_HD uint32_t rawWord(float r) {
+  return floatBits(r) | kRawFlag;
+}
+COCCL_HD float rawScaleFromWord(uint32_t word) {
+  return bitsFloat(word & 0x7fffffffu);
+}
 
 // Round-to-nearest-even to an integer for |v| < 2^22 (equal to rintf in the default rounding
 // mode and to CUDA's __float2int_rn there): adding 1.5 * 2^23 leaves the rounded integer in

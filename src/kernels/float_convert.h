@@ -13,15 +13,16 @@ namespace kmath {
 
 // ---- bf16 ---------------------------------------------------------------------------------
 
-COCCL_HD float bf16ToFloat(uint16_t h) { return bitsFloat(static_cast<uint32_t>(h) << 16); }
+COCCL_HD float bf16ToFloat(uint16_t h) {
+  return bitsFloat(static_cast<uint32_t>(h) << 16);
+}
 
 COCCL_HD uint16_t floatToBf16(float f) {
   uint32_t u = floatBits(f);
   // RNE on the 16 dropped bits: add 0x7FFF plus the lowest kept bit; a carry into the exponent
   // is the correct rounding (up to Inf for values beyond the bf16 range).
   uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  uint32_t isNan =
-      0u - static_cast<uint32_t>(static_cast<int32_t>(u & 0x7fffffffu) > 0x7f800000);
+  uint32_t isNan = 0u - static_cast<uint32_t>(static_cast<int32_t>(u & 0x7fffffffu) > 0x7f800000);
   return static_cast<uint16_t>((r & ~isNan) | (0x7fffu & isNan));
 }
 

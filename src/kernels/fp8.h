@@ -20,7 +20,7 @@ namespace kmath {
 struct Fp8E4M3 {
   static constexpr int kMantBits = 3;
   static constexpr int kBias = 7;
-  static constexpr uint32_t kMaxCode = 0x7e;   // 448
+  static constexpr uint32_t kMaxCode = 0x7e;  // 448
   static constexpr uint32_t kNanCode = 0x7f;
   static constexpr float kMax = 448.0f;
   static constexpr bool kHasInf = false;
@@ -29,7 +29,7 @@ struct Fp8E4M3 {
 struct Fp8E5M2 {
   static constexpr int kMantBits = 2;
   static constexpr int kBias = 15;
-  static constexpr uint32_t kMaxCode = 0x7b;   // 57344
+  static constexpr uint32_t kMaxCode = 0x7b;  // 57344
   static constexpr uint32_t kNanCode = 0x7f;
   static constexpr float kMax = 57344.0f;
   static constexpr bool kHasInf = true;
@@ -49,15 +49,15 @@ COCCL_HD uint8_t floatToFp8SatNonNan(float x) {
   uint32_t a = u & 0x7fffffffu;
   // normal range: rebias and round-to-nearest-even on the dropped bits (unsigned wrap for
   // a < kMinNormalBits is harmless, that branch is not selected), then saturate (Inf included).
-  uint32_t n = (a - (static_cast<uint32_t>(127 - F::kBias) << 23) +
-                ((1u << (kShift - 1)) - 1u) + ((a >> kShift) & 1u)) >>
+  uint32_t n = (a - (static_cast<uint32_t>(127 - F::kBias) << 23) + ((1u << (kShift - 1)) - 1u) +
+                ((a >> kShift) & 1u)) >>
                kShift;
   n = minU31(n, F::kMaxCode);
   // subnormal range: the FPU's RNE addition aligns the value to the subnormal step.
   uint32_t s = floatBits(addRn(bitsFloat(a), bitsFloat(kMagicBits))) - kMagicBits;
   // selects as masks (keeps host loops branch-free and vectorizable)
-  uint32_t isSub = 0u - static_cast<uint32_t>(static_cast<int32_t>(a) <
-                                               static_cast<int32_t>(kMinNormalBits));
+  uint32_t isSub =
+      0u - static_cast<uint32_t>(static_cast<int32_t>(a) < static_cast<int32_t>(kMinNormalBits));
   return static_cast<uint8_t>(((s & isSub) | (n & ~isSub)) | sign);
 }
 
@@ -81,8 +81,8 @@ COCCL_HD float fp8ToFloat(uint8_t code) {
   // normal: rebias
   uint32_t normal = (em << kShift) + (static_cast<uint32_t>(127 - F::kBias) << 23);
   // subnormal: mant * 2^(1 - bias - mantbits), exact
-  float sub = mulRn(static_cast<float>(static_cast<int32_t>(mant)),
-                    pow2f(1 - F::kBias - F::kMantBits));
+  float sub =
+      mulRn(static_cast<float>(static_cast<int32_t>(mant)), pow2f(1 - F::kBias - F::kMantBits));
   uint32_t isSub = 0u - static_cast<uint32_t>(exp == 0u);
   uint32_t r = (floatBits(sub) & isSub) | (normal & ~isSub);
   // E4M3: S.1111.111 is NaN; E5M2: exponent all ones is Inf (mantissa 0) or NaN

@@ -95,9 +95,13 @@ COCCL_HD uint32_t minU31(uint32_t a, uint32_t b) {
 }
 
 // |x| as bits (sign cleared). NaN > 0x7f800000, Inf == 0x7f800000.
-COCCL_HD uint32_t absBits(float x) { return floatBits(x) & 0x7fffffffu; }
+COCCL_HD uint32_t absBits(float x) {
+  return floatBits(x) & 0x7fffffffu;
+}
 
-COCCL_HD bool isFiniteBits(uint32_t absbits) { return absbits < 0x7f800000u; }
+COCCL_HD bool isFiniteBits(uint32_t absbits) {
+  return absbits < 0x7f800000u;
+}
 
 // max_i absBits(v[i]) (NaN > Inf > finite; all below 2^31, so an int32 max; the reduction
 // variable stays int32 so that host compilers vectorize it). finiteOnly: non-finite count as 0.
@@ -129,7 +133,9 @@ COCCL_HD float floorPow2(float a) {
 }
 
 // 2^e as a float for e in [-126, 127].
-COCCL_HD float pow2f(int e) { return bitsFloat(static_cast<uint32_t>(e + 127) << 23); }
+COCCL_HD float pow2f(int e) {
+  return bitsFloat(static_cast<uint32_t>(e + 127) << 23);
+}
 
 // log2 of a power-of-two integer.
 COCCL_HD int log2Int(uint32_t g) {

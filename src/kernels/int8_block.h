@@ -63,8 +63,8 @@ COCCL_HD uint32_t int8EncodeBlock(const float* x, float* y, int8_t* codes, bool 
 
   float m, c;
   if (rotate) {
-    float alpha = adaptiveAlpha<G>(blockEnergy<G>(x), K::kQmax, K::kLambda, K::kAlphaMin,
-                                   K::kAlphaMax);
+    float alpha =
+        adaptiveAlpha<G>(blockEnergy<G>(x), K::kQmax, K::kLambda, K::kAlphaMin, K::kAlphaMax);
     for (int i = 0; i < G; ++i) y[i] = mulRn(alpha, x[i]);
     fwht<G>(y);
     m = bitsFloat(maxAbsBits<G>(y));

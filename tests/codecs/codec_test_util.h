@@ -20,8 +20,8 @@ namespace test {
 // The lossy codecs under test and their block sizes.
 inline const std::vector<std::string>& lossySpecs() {
   static const std::vector<std::string> kSpecs = {
-      "int8",          "int8:block=32",       "int8:block=512",      "int8:rotate=0",
-      "fp8_ash_ds",    "fp8_ash_ds:block=32", "fp8_ash_ds:block=512", "fp8_ash_ds:format=e5m2"};
+      "int8",       "int8:block=32",       "int8:block=512",       "int8:rotate=0",
+      "fp8_ash_ds", "fp8_ash_ds:block=32", "fp8_ash_ds:block=512", "fp8_ash_ds:format=e5m2"};
   return kSpecs;
 }
 
@@ -30,7 +30,9 @@ inline const std::vector<size_t>& blockSizes() {
   return kSizes;
 }
 
-inline size_t elemSize(cocclDataType_t dt) { return dt == cocclFloat32 ? 4 : 2; }
+inline size_t elemSize(cocclDataType_t dt) {
+  return dt == cocclFloat32 ? 4 : 2;
+}
 
 inline const char* dtName(cocclDataType_t dt) {
   return dt == cocclFloat32 ? "fp32" : (dt == cocclBfloat16 ? "bf16" : "fp16");
@@ -104,10 +106,14 @@ enum class Dist { Normal, Laplace, StudentT3, OutlierChannels };
 
 inline const char* distName(Dist d) {
   switch (d) {
-    case Dist::Normal: return "N(0,1)";
-    case Dist::Laplace: return "Laplace";
-    case Dist::StudentT3: return "Student-t(3)";
-    default: return "outlier-channels";
+    case Dist::Normal:
+      return "N(0,1)";
+    case Dist::Laplace:
+      return "Laplace";
+    case Dist::StudentT3:
+      return "Student-t(3)";
+    default:
+      return "outlier-channels";
   }
 }
 
@@ -122,9 +128,15 @@ inline std::vector<float> synth(Dist d, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; ++i) {
     double x;
     switch (d) {
-      case Dist::Normal: x = nd(rng); break;
-      case Dist::Laplace: x = (rng() & 1 ? 1.0 : -1.0) * ed(rng); break;
-      case Dist::StudentT3: x = td(rng); break;
+      case Dist::Normal:
+        x = nd(rng);
+        break;
+      case Dist::Laplace:
+        x = (rng() & 1 ? 1.0 : -1.0) * ed(rng);
+        break;
+      case Dist::StudentT3:
+        x = td(rng);
+        break;
       default: {
         x = nd(rng);
         size_t ch = i % 1024;

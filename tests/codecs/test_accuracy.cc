@@ -31,8 +31,8 @@ void runTable(const std::vector<Limit>& limits) {
         double e = relL2(out, t.exact);
         double worst = 0;
         size_t bad = countOutOfBound(*c, out, t.exact, &worst);
-        std::printf("%-34s %-5s %-17s %8.4f%% %12.4f\n", l.spec, dtName(dt),
-                    distName(d), 100 * e, worst);
+        std::printf("%-34s %-5s %-17s %8.4f%% %12.4f\n", l.spec, dtName(dt), distName(d), 100 * e,
+                    worst);
         if (l.maxRelL2 > 0) {
           EXPECT_LE(e, l.maxRelL2) << l.spec << " " << dtName(dt) << " " << distName(d);
         }
@@ -43,9 +43,13 @@ void runTable(const std::vector<Limit>& limits) {
   std::fflush(stdout);
 }
 
-TEST(Accuracy, Int8Block128WithinBound) { runTable({{"int8", 0.007}}); }
+TEST(Accuracy, Int8Block128WithinBound) {
+  runTable({{"int8", 0.007}});
+}
 
-TEST(Accuracy, Fp8AshDsBlock128WithinBound) { runTable({{"fp8_ash_ds", 0.028}}); }
+TEST(Accuracy, Fp8AshDsBlock128WithinBound) {
+  runTable({{"fp8_ash_ds", 0.028}});
+}
 
 // Other block sizes, the unrotated INT8 and E5M2: printed for the README, checked against the
 // per-element bound only.

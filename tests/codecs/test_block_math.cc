@@ -42,7 +42,8 @@ TEST(BlockMath, HadamardIsSylvesterAndOrthogonalAfterScaling) {
       for (int b = 0; b < G; ++b) {
         double dot = 0;
         for (int i = 0; i < G; ++i)
-          dot += static_cast<double>(h[static_cast<size_t>(a) * G + i]) * h[static_cast<size_t>(b) * G + i];
+          dot += static_cast<double>(h[static_cast<size_t>(a) * G + i]) *
+                 h[static_cast<size_t>(b) * G + i];
         ASSERT_EQ(dot, a == b ? G : 0.0) << "G=" << G;
       }
   });

@@ -129,8 +129,12 @@ void checkFp8Format() {
   EXPECT_EQ(bad, 0u);
 }
 
-TEST(Fp8Convert, E4M3MatchesFp64ReferenceAndRoundTrips) { checkFp8Format<Fp8E4M3>(); }
-TEST(Fp8Convert, E5M2MatchesFp64ReferenceAndRoundTrips) { checkFp8Format<Fp8E5M2>(); }
+TEST(Fp8Convert, E4M3MatchesFp64ReferenceAndRoundTrips) {
+  checkFp8Format<Fp8E4M3>();
+}
+TEST(Fp8Convert, E5M2MatchesFp64ReferenceAndRoundTrips) {
+  checkFp8Format<Fp8E5M2>();
+}
 
 TEST(Fp8Convert, MatchesMlDtypesGolden) {
   for (const auto& g : kGoldenE4M3) {
@@ -151,8 +155,8 @@ TEST(Fp8Convert, SaturatesAndKeepsSignOfZero) {
   EXPECT_EQ(kmath::floatToFp8Sat<Fp8E5M2>(-1e30f), 0xfb);
   EXPECT_EQ(kmath::floatToFp8Sat<Fp8E4M3>(-1e-30f), 0x80);
   EXPECT_EQ(kmath::floatToFp8Sat<Fp8E5M2>(-0.0f), 0x80);
-  EXPECT_EQ(kmath::floatToFp8Sat<Fp8E4M3>(0x1p-10f), 0x00);           // halfway -> even (0)
-  EXPECT_EQ(kmath::floatToFp8Sat<Fp8E4M3>(0x1.8p-9f), 0x02);          // 1.5 steps -> 2
+  EXPECT_EQ(kmath::floatToFp8Sat<Fp8E4M3>(0x1p-10f), 0x00);   // halfway -> even (0)
+  EXPECT_EQ(kmath::floatToFp8Sat<Fp8E4M3>(0x1.8p-9f), 0x02);  // 1.5 steps -> 2
 }
 
 // ---- bf16 / fp16 ------------------------------------------------------------------------------

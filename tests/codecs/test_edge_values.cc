@@ -38,7 +38,8 @@ TEST(EdgeValues, ZeroAndNegativeZeroBlocksRoundTripBitExactly) {
     for (size_t i = 4 * g; i < v.size(); ++i) v[i] = -0.0f;                // partial block
     for (cocclDataType_t dt : kTypes) {
       Typed t = makeTyped(v, dt);
-      std::vector<uint8_t> out = decodeBytes(*c, encodeAll(*c, t.data(), dt, t.size()), t.size(), dt);
+      std::vector<uint8_t> out =
+          decodeBytes(*c, encodeAll(*c, t.data(), dt, t.size()), t.size(), dt);
       EXPECT_EQ(out, t.bytes) << spec << " " << dtName(dt);
     }
   }
@@ -80,7 +81,8 @@ TEST(EdgeValues, Fp32BlockWithMax1em38IsUnbiased) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = (rng() & 1 ? 1e-38f : -1e-38f) * u(rng);
   for (size_t i = 0; i < v.size(); i += 128) v[i] = 1e-38f;  // every block's max is 1e-38
   Typed t = makeTyped(v, cocclFloat32);
-  for (const std::string& spec : lossySpecs()) expectUnbiased(*makeCodec(spec), t, cocclFloat32, "1e-38");
+  for (const std::string& spec : lossySpecs())
+    expectUnbiased(*makeCodec(spec), t, cocclFloat32, "1e-38");
 }
 
 TEST(EdgeValues, Bf16SubnormalsAreUnbiased) {
@@ -106,12 +108,14 @@ TEST(EdgeValues, SingleHugeValueComesBackFinite) {
     for (const std::string& spec : lossySpecs()) {
       CodecPtr c = makeCodec(spec);
       std::vector<float> out = roundTrip(*c, t);
-      for (size_t i = 0; i < out.size(); ++i) ASSERT_TRUE(std::isfinite(out[i])) << spec << " " << i;
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_TRUE(std::isfinite(out[i])) << spec << " " << i;
       EXPECT_NEAR(out[1000] / t.exact[1000], 1.0, 0.07) << spec << " " << dtName(dt);
       EXPECT_EQ(countOutOfBound(*c, out, t.exact), 0u) << spec << " " << dtName(dt);
       // blocks without the outlier are decoded as if encoded alone
       const size_t g = c->blockElems(), hb = 1000 / g;
-      std::vector<float> alone = roundTrip(*c, makeTyped(std::vector<float>(v.begin(), v.begin() + hb * g), dt));
+      std::vector<float> alone =
+          roundTrip(*c, makeTyped(std::vector<float>(v.begin(), v.begin() + hb * g), dt));
       for (size_t i = 0; i < hb * g; ++i) ASSERT_EQ(bitsOf(out[i]), bitsOf(alone[i])) << spec;
     }
   }
@@ -124,10 +128,10 @@ TEST(EdgeValues, NanAndInfComeBackWhereTheyWere) {
     CodecPtr c = makeCodec(spec);
     const size_t g = std::max<size_t>(c->blockElems(), 64);
     std::vector<float> v = synth(Dist::Normal, 6 * g, 9);
-    v[0] = kNan;                     // block 0: NaN at position 0
-    v[2 * g + 5] = 3.0f;             // block 2: NaN next to 3.0
+    v[0] = kNan;          // block 0: NaN at position 0
+    v[2 * g + 5] = 3.0f;  // block 2: NaN next to 3.0
     v[2 * g + 6] = kNan;
-    v[4 * g + 1] = kInf;             // block 4: +Inf and -Inf
+    v[4 * g + 1] = kInf;  // block 4: +Inf and -Inf
     v[4 * g + 30] = -kInf;
     for (cocclDataType_t dt : kTypes) {
       Typed t = makeTyped(v, dt);
@@ -156,9 +160,11 @@ TEST(EdgeValues, NanAndInfComeBackWhereTheyWere) {
       for (size_t b : {1, 3, 5}) {
         const size_t cg = c->blockElems() == 1 ? g : c->blockElems();
         for (size_t sub = b * g / cg; sub < (b + 1) * g / cg; ++sub) {
-          Typed alone = makeTyped(std::vector<float>(v.begin() + sub * cg, v.begin() + (sub + 1) * cg), dt);
+          Typed alone =
+              makeTyped(std::vector<float>(v.begin() + sub * cg, v.begin() + (sub + 1) * cg), dt);
           std::vector<float> ref = roundTrip(*c, alone);
-          for (size_t i = 0; i < cg; ++i) ASSERT_EQ(bitsOf(out[sub * cg + i]), bitsOf(ref[i])) << what;
+          for (size_t i = 0; i < cg; ++i)
+            ASSERT_EQ(bitsOf(out[sub * cg + i]), bitsOf(ref[i])) << what;
         }
       }
     }

@@ -38,8 +38,8 @@ std::vector<float> goldenInput() {
     if (i % 997 == 3) x *= 64.0f;
     v[i] = x;
   }
-  for (size_t i = 512; i < 1024; ++i) v[i] = 0.0f;                       // zero blocks
-  for (size_t i = 1024; i < 1536; ++i) v[i] = v[i] * 0x1p-130f;           // tiny (RAW)
+  for (size_t i = 512; i < 1024; ++i) v[i] = 0.0f;               // zero blocks
+  for (size_t i = 1024; i < 1536; ++i) v[i] = v[i] * 0x1p-130f;  // tiny (RAW)
   v[2000] = std::numeric_limits<float>::quiet_NaN();
   v[2600] = std::numeric_limits<float>::infinity();
   v[2601] = -std::numeric_limits<float>::infinity();

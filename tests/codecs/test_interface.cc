@@ -76,12 +76,12 @@ TEST(Interface, DeterministicAndChunkableAtBlockBoundaries) {
     // chunks of 5 blocks: each chunk's payload holds the same codes and scale words
     for (size_t b0 = 0; b0 < nb; b0 += 5) {
       size_t first = b0 * g, cnt = std::min(5 * g, n - first);
-      std::vector<uint8_t> part =
-          encodeAll(*c, t.bytes.data() + first * 2, t.dt, cnt);
+      std::vector<uint8_t> part = encodeAll(*c, t.bytes.data() + first * 2, t.dt, cnt);
       size_t pb = (cnt + g - 1) / g;
       for (size_t b = 0; b < pb; ++b) {
         ASSERT_EQ(0, std::memcmp(part.data() + b * g, whole.data() + (b0 + b) * g, g)) << spec;
-        ASSERT_EQ(0, std::memcmp(part.data() + pb * g + 4 * b, whole.data() + nb * g + 4 * (b0 + b), 4))
+        ASSERT_EQ(
+            0, std::memcmp(part.data() + pb * g + 4 * b, whole.data() + nb * g + 4 * (b0 + b), 4))
             << spec;
       }
     }
@@ -121,8 +121,9 @@ TEST(Interface, DecodeReduceEncodeEqualsExplicitComposition) {
           for (float scale : {1.0f, 1.0f / p}) {
             std::vector<float> acc(n, 0.0f);
             for (int r = 0; r < p; ++r) {
-              std::vector<float> term = r == self ? std::vector<float>(raw[r].exact.begin(), raw[r].exact.end())
-                                                  : decodeF32(*c, enc[r], n, dt);
+              std::vector<float> term =
+                  r == self ? std::vector<float>(raw[r].exact.begin(), raw[r].exact.end())
+                            : decodeF32(*c, enc[r], n, dt);
               for (size_t i = 0; i < n; ++i) acc[i] = r == 0 ? term[i] : acc[i] + term[i];
             }
             if (scale != 1.0f)
@@ -224,6 +225,25 @@ TEST(Interface, CanonicalSpecs) {
   EXPECT_EQ(makeCodec("fp8_ash_ds:block=256")->blockElems(), 256u);
   EXPECT_STREQ(makeCodec("fp8_ash_ds")->name(), "fp8_ash_ds");
   EXPECT_EQ(codecNames(), "none, int8, fp8_ash_ds");
+}
+
+TEST(Interface, DeviceDescMatchesTheSpec) {
+  CodecDesc n = makeCodec("none")->deviceDesc();
+  EXPECT_EQ(n.kind, CodecKind::None);
+  EXPECT_EQ(n.block, 1);
+  CodecDesc i = makeCodec("int8:block=64,rotate=0")->deviceDesc();
+  EXPECT_EQ(i.kind, CodecKind::Int8);
+  EXPECT_EQ(i.block, 64);
+  EXPECT_EQ(i.rotate, 0);
+  CodecDesc f = makeCodec("fp8_ash_ds:block=256,format=e5m2,lambda=0.5,alpha_max=64")->deviceDesc();
+  EXPECT_EQ(f.kind, CodecKind::Fp8AshDs);
+  EXPECT_EQ(f.block, 256);
+  EXPECT_EQ(f.fp8E5M2, 1);
+  EXPECT_EQ(f.lambda, 0.5f);
+  EXPECT_EQ(f.alphaMin, 1e-3f);
+  EXPECT_EQ(f.alphaMax, 64.0f);
+  EXPECT_EQ(codecPayloadBytes(f, 1000),
+            makeCodec("fp8_ash_ds:block=256")->encodedBytes(1000, cocclBfloat16));
 }
 
 TEST(Interface, BadSpecsThrowInvalidArgument) {

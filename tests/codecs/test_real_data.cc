@@ -33,7 +33,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double maxOf(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double maxOf(const std::vector<double>& v) {
+  return *std::max_element(v.begin(), v.end());
+}
 
 Errors runCases(const Codec& c, const std::vector<TpCase>& cases) {
   Errors e;
@@ -73,8 +75,8 @@ Errors runCases(const Codec& c, const std::vector<TpCase>& cases) {
         enc[r] = encodeAll(c, tc.ranks[r].data() + k * chunk, cocclBfloat16, chunk);
         ins[r] = enc[r].data();
       }
-      c.decodeReduceEncode(ins.data(), p, k, tc.ranks[k].data() + k * chunk, cocclBfloat16,
-                           chunk, 1.0f, out.data(), nullptr, decoded.data());
+      c.decodeReduceEncode(ins.data(), p, k, tc.ranks[k].data() + k * chunk, cocclBfloat16, chunk,
+                           1.0f, out.data(), nullptr, decoded.data());
       for (size_t i = 0; i < chunk; ++i) owner[k * chunk + i] = kmath::bf16ToFloat(decoded[i]);
     }
     e.oneShot.push_back(one);

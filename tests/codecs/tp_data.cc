@@ -1,12 +1,11 @@
 #include "tp_data.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <tuple>
 
@@ -25,8 +24,8 @@ bool hasManifest(const std::string& dir) {
 
 std::string findTpDataDir() {
   const char* env = std::getenv("COCCL_DATA_DIR");
-  for (std::string d : {std::string(env ? env : ""), std::string(COCCL_DATA_DIR),
-                        std::string("/work/shared/data")})
+  for (std::string d :
+       {std::string(env ? env : ""), std::string(COCCL_DATA_DIR), std::string("/work/shared/data")})
     if (hasManifest(d)) return d;
   return "";
 }

@@ -10,7 +10,7 @@ namespace coccl {
 namespace test {
 
 struct TpCase {
-  std::string name;                         // "step20/L1/proj/fwd_rowparallel"
+  std::string name;                          // "step20/L1/proj/fwd_rowparallel"
   std::vector<std::vector<uint16_t>> ranks;  // bf16 bits, one vector per TP rank
 };
 

@@ -4,6 +4,8 @@
 // fails; guard bytes around every buffer must stay intact.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 
 #include "coll_util.h"
@@ -93,6 +95,57 @@ TEST_P(HostExact, LargeAndOddCounts) {
                        ++salt});
         expectCase(r, {Coll::Reduce, cocclFloat64, cocclSum, count, inPlace, r.nranks / 2,
                        ++salt});
+      }
+    }
+  });
+}
+
+// Random (non-integer) floats: the reduction is no longer exact in every order, so the
+// result is compared with an fp64 reference within the rounding of the type: fp32/fp64
+// accumulate in their own precision (p-1 roundings), half types accumulate in fp32 and round
+// once to the output.
+TEST_P(HostExact, RandomFloatsAgainstFp64) {
+  // The ring passes partial sums in the data type (as NCCL does): one more rounding per hop.
+  const bool ring = std::string(GetParam().algo) == "ring";
+  run([ring](Rank& r) {
+    const size_t count = 50021;
+    for (cocclDataType_t dt : {cocclFloat32, cocclFloat64, cocclBfloat16, cocclFloat16}) {
+      for (cocclRedOp_t op : {cocclSum, cocclAvg}) {
+        const size_t es = elemSize(dt);
+        std::vector<std::vector<uint8_t>> in(r.nranks, std::vector<uint8_t>(count * es));
+        for (int q = 0; q < r.nranks; ++q) {
+          std::mt19937_64 g(1234 + q);
+          std::normal_distribution<double> nd;
+          for (size_t i = 0; i < count; ++i) setElem(dt, in[q].data(), i, nd(g));
+        }
+        std::vector<uint8_t> out(count * es);
+        ASSERT_EQ(cocclAllReduce(in[r.rank].data(), out.data(), count, dt, op, r.comm, nullptr),
+                  cocclSuccess);
+        const double ulp = dt == cocclFloat64 ? 0x1p-52 : dt == cocclFloat32 ? 0x1p-23
+                         : dt == cocclBfloat16 ? 0x1p-7 : 0x1p-10;
+        size_t bad = 0;
+        for (size_t i = 0; i < count; ++i) {
+          double want = 0, mag = 0;
+          for (int q = 0; q < r.nranks; ++q) {
+            double v = getElem(dt, in[q].data(), i);
+            want += v;
+            mag += std::fabs(v);
+          }
+          if (op == cocclAvg) {
+            want /= r.nranks;
+            mag /= r.nranks;
+          }
+          double got = getElem(dt, out.data(), i);
+          // output rounding (half an ulp of the result) + accumulation (p ulps of the fp32 or
+          // fp64 accumulator, relative to the inputs' magnitudes)
+          const double accUlp = dt == cocclFloat64 ? 0x1p-52 : 0x1p-23;
+          double tol = 0.5 * ulp * std::fabs(want) + r.nranks * accUlp * mag + 1e-300;
+          if (ring) tol += (r.nranks - 1) * 0.5 * ulp * mag;
+          if (std::fabs(got - want) > tol && bad++ < 3)
+            ADD_FAILURE() << typeName(dt) << " " << opName(op) << " element " << i << ": got "
+                          << got << " want " << want << " tol " << tol;
+        }
+        EXPECT_EQ(bad, 0u) << typeName(dt) << " " << opName(op);
       }
     }
   });

@@ -1,0 +1,173 @@
+// Internals of the libnccl.so.2 shim: the communicator that stands for an ncclComm_t, the table
+// of the real NCCL's functions, the dispatch policy, errors and groups. Only include/coccl.h is
+// used of coccl; the real libnccl.so.2 is reached through dlopen/dlsym alone.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coccl.h"
+#include "nccl_abi.h"
+
+// Defines pncclX (strong) and ncclX (a weak alias of it), both exported: NCCL's own scheme, which
+// lets a profiler define ncclX and call pncclX.
+#define SHIM_EXPORT extern "C" __attribute__((visibility("default")))
+#define NCCL_API(ret, name, ...)                                                  \
+  SHIM_EXPORT ret p##name(__VA_ARGS__);                                           \
+  SHIM_EXPORT __attribute__((weak, alias("p" #name))) ret name(__VA_ARGS__);       \
+  SHIM_EXPORT ret p##name(__VA_ARGS__)
+
+namespace shim {
+
+// ---- environment (read once) ---------------------------------------------------------------
+struct Env {
+  bool noNccl = false;          // COCCL_SHIM_NO_NCCL=1: no real NCCL at all
+  std::string ncclLibrary;      // COCCL_NCCL_LIBRARY
+  std::string codec;            // COCCL_CODEC
+  std::string codecAllReduce;   // COCCL_CODEC_ALLREDUCE ...
+  std::string codecReduceScatter;
+  std::string codecAllGather;
+  long long compressMinBytes = 65536;  // COCCL_COMPRESS_MIN_BYTES
+  bool compressAllReduce = false, compressReduceScatter = false, compressAllGather = false;
+  int debug = 1;                // 0 silent, 1 WARN, 2 INFO, 3 TRACE (COCCL_DEBUG)
+};
+const Env& env();
+void logf(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// ---- errors ----------------------------------------------------------------------------------
+// Records a message of the shim's own (ncclGetLastError returns it) and returns `code`.
+ncclResult_t fail(ncclResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Maps a coccl result; on failure records "fn: <cocclGetLastError>".
+ncclResult_t fromCoccl(cocclResult_t r, const char* fn);
+// Notes a failure of the real NCCL (ncclGetLastError then asks it).
+ncclResult_t fromReal(ncclResult_t r);
+
+// ---- the real NCCL ---------------------------------------------------------------------------
+struct Real {
+  void* handle = nullptr;
+  std::string path;
+  int version = 0;
+#define SHIM_REAL_FN(name, ret, args) ret(*name) args = nullptr;
+#include "real_functions.inc"
+#undef SHIM_REAL_FN
+};
+// The loaded real NCCL, or nullptr (COCCL_SHIM_NO_NCCL=1, or not found: loadError() says why).
+const Real* real();
+const std::string& loadError();
+// Returns the real NCCL for `fn`, or nullptr after recording why (ncclSystemError when it could
+// not be loaded, ncclInvalidUsage under COCCL_SHIM_NO_NCCL or when it lacks the function).
+// *code receives that error.
+const Real* needReal(const char* fn, ncclResult_t* code);
+
+// ---- CUDA device of the calling thread (through the runtime or driver already in the process)
+int currentDevice();            // -1 when there is no CUDA
+bool setDevice(int dev);        // true when there is no CUDA in the process at all
+bool isDeviceMemory(const void* p);  // known to the CUDA driver and not plain host memory
+
+// ---- communicator ----------------------------------------------------------------------------
+// A private copy of an ncclConfig_t of any version (its own `size` bytes), with its strings.
+struct ConfigCopy {
+  bool present = false;
+  std::vector<unsigned char> bytes;
+  std::string netName, commName;
+  int blocking = 1;
+  ncclResult_t set(const ncclConfig_t* user);  // ncclInvalidArgument if not initialised
+  ncclConfig_t* get();                         // nullptr when absent
+};
+
+constexpr uint64_t kCommMagic = 0x636f63636c53484dull;  // "cocclSHM"
+
+}  // namespace shim
+
+struct ncclComm {
+  uint64_t magic = shim::kCommMagic;
+  cocclComm_t coccl = nullptr;
+  ncclComm_t real = nullptr;
+  int rank = -1, nranks = 0, cudaDev = -1;
+  int cocclDev = -1;  // the coccl half's device; -1: it serves host buffers only
+  shim::ConfigCopy config;
+  std::atomic<int> asyncError{ncclSuccess};  // sticky error; ncclInProgress until init is done
+  std::atomic<bool> ready{false};
+  std::atomic<bool> revoked{false};
+};
+
+namespace shim {
+
+// Validates a handle from the user. nullptr (after recording why) when unusable.
+ncclComm* usable(ncclComm_t comm, const char* fn, ncclResult_t* code);
+
+// Creates both halves of `c` (which already holds rank, nranks, config): the coccl communicator
+// from `id`, then the real one, whose unique id rank 0 makes and broadcasts over coccl.
+ncclResult_t initComm(ncclComm* c, const cocclUniqueId& id);
+// Creates only the coccl half (split / shrink make the real half with the real NCCL's own call).
+ncclResult_t initCoccl(ncclComm* c, const cocclUniqueId& id);
+// Frees what init made after a failure (both halves), keeping the handle.
+void releaseComm(ncclComm* c);
+// Publishes the outcome of an init: ready on success, else a sticky asynchronous error.
+void finishInit(ncclComm* c, ncclResult_t r);
+// A non-blocking real communicator: polls until its pending work is done.
+ncclResult_t waitReal(const Real* r, ncclComm_t rc);
+
+// The real NCCL's `fn` for a forwarded call on `comm` (comm == nullptr when there is none to
+// check, then *c is left alone): nullptr after recording why when the communicator is unusable,
+// the real NCCL is unavailable, lacks the function, or the communicator has no real half.
+template <class Fn>
+const Real* forwardTo(Fn Real::*fn, const char* name, ncclComm_t comm, ncclComm** c,
+                      ncclResult_t* code) {
+  if (c) {
+    *c = usable(comm, name, code);
+    if (!*c) return nullptr;
+  }
+  const Real* rl = needReal(name, code);
+  if (!rl) return nullptr;
+  if (!(rl->*fn)) {
+    *code = fail(ncclInvalidUsage, "%s: the real NCCL %d (%s) does not have it", name,
+                 rl->version, rl->path.c_str());
+    return nullptr;
+  }
+  if (c && !(*c)->real) {
+    *code = fail(ncclInvalidUsage, "%s: the communicator has no real NCCL half", name);
+    return nullptr;
+  }
+  return rl;
+}
+
+// Bodies of forwarded functions: with a communicator `comm` (its real half is `c->real`), or
+// with none.
+#define SHIM_FORWARD(fn, ...)                                    \
+  ncclComm* c;                                                   \
+  ncclResult_t code;                                             \
+  const Real* rl = forwardTo(&Real::fn, #fn, comm, &c, &code);   \
+  if (!rl) return code;                                          \
+  return fromReal(rl->fn(__VA_ARGS__));
+#define SHIM_FORWARD_NOCOMM(fn, ...)                                 \
+  ncclResult_t code;                                                 \
+  const Real* rl = forwardTo(&Real::fn, #fn, nullptr, nullptr, &code); \
+  if (!rl) return code;                                              \
+  return fromReal(rl->fn(__VA_ARGS__));
+
+// ---- groups ----------------------------------------------------------------------------------
+bool inGroup();
+// Inside a group: an init/split to run at the outermost ncclGroupEnd (on its own thread when
+// there are several, after setting `device`); finishInit(c, result) follows (c may be nullptr).
+void deferInit(ncclComm* c, int device, std::function<ncclResult_t()> run);
+
+// ---- collectives -----------------------------------------------------------------------------
+enum class Coll { AllReduce, ReduceScatter, AllGather };
+struct CollOp {
+  Coll kind;
+  const void* send;
+  void* recv;
+  size_t count;
+  ncclDataType_t type;
+  ncclRedOp_t op;
+  ncclComm* comm;
+  cudaStream_t stream;
+};
+ncclResult_t runCoccl(const CollOp& op);
+ncclResult_t runReal(const CollOp& op);
+void queueCoccl(const CollOp& op);  // inside a group
+
+}  // namespace shim

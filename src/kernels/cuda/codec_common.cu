@@ -1,0 +1,149 @@
+// Launch plumbing, argument checks and the None codec (raw elements) of the device codec API.
+#include <atomic>
+#include <cstring>
+
+#include "kernels/cuda/codec_kernels.cuh"
+#include "kernels/cuda/codec_none.cuh"
+
+namespace coccl {
+namespace kernels {
+
+namespace detail {
+
+void checkCuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    COCCL_THROW(cocclUnhandledCudaError, "%s: CUDA error %d (%s): %s", what, static_cast<int>(e),
+                cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+int smCount() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices];
+  int dev = 0;
+  checkCuda(cudaGetDevice(&dev), "cudaGetDevice");
+  if (dev < 0 || dev >= kMaxDevices) dev = 0;
+  int n = cache[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    checkCuda(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
+              "cudaDeviceGetAttribute");
+    if (n <= 0) n = 1;
+    cache[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+size_t elemBytes(cocclDataType_t dt) {
+  switch (dt) {
+    case cocclInt8:
+    case cocclUint8:
+    case cocclFloat8e4m3:
+    case cocclFloat8e5m2:
+      return 1;
+    case cocclFloat16:
+    case cocclBfloat16:
+      return 2;
+    case cocclInt32:
+    case cocclUint32:
+    case cocclFloat32:
+      return 4;
+    case cocclInt64:
+    case cocclUint64:
+    case cocclFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+static bool isReduceType(cocclDataType_t dt) {
+  return dt == cocclFloat32 || dt == cocclFloat16 || dt == cocclBfloat16;
+}
+
+void checkDesc(const CodecDesc& d, const char* what) {
+  if (d.kind == CodecKind::None) return;
+  COCCL_CHECK_ARG(d.kind == CodecKind::Int8 || d.kind == CodecKind::Fp8AshDs,
+                  "%s: unknown codec kind %d", what, static_cast<int>(d.kind));
+  COCCL_CHECK_ARG(d.block == 32 || d.block == 64 || d.block == 128 || d.block == 256 ||
+                      d.block == 512,
+                  "%s: block %d (32, 64, 128, 256 or 512)", what, static_cast<int>(d.block));
+}
+
+void checkCodecType(const CodecDesc& d, cocclDataType_t dt, const char* what) {
+  if (d.kind == CodecKind::None) {
+    COCCL_CHECK_ARG(elemBytes(dt) != 0, "%s: unknown data type %d", what, static_cast<int>(dt));
+    return;
+  }
+  COCCL_CHECK_ARG(isReduceType(dt), "%s: data type %d not supported (fp32, fp16, bf16)", what,
+                  static_cast<int>(dt));
+}
+
+void checkPtr(const void* p, const char* name, const char* what) {
+  COCCL_CHECK_ARG(p != nullptr, "%s: %s is null", what, name);
+}
+
+void checkInputs(const void* const* ins, int p, int self, const char* what) {
+  COCCL_CHECK_ARG(p >= 1 && p <= kMaxReduceInputs, "%s: p = %d (1 .. %d)", what, p,
+                  kMaxReduceInputs);
+  COCCL_CHECK_ARG(self >= -1 && self < p, "%s: self = %d with p = %d", what, self, p);
+  bool needIns = false;
+  for (int r = 0; r < p; ++r) needIns = needIns || r != self;
+  if (!needIns) return;
+  COCCL_CHECK_ARG(ins != nullptr, "%s: ins is null", what);
+  for (int r = 0; r < p; ++r)
+    COCCL_CHECK_ARG(r == self || ins[r] != nullptr, "%s: ins[%d] is null", what, r);
+}
+
+// ---- None ----------------------------------------------------------------------------------
+
+void noneCopy(const void* in, void* out, size_t bytes, cudaStream_t stream, const char* what) {
+  if (bytes == 0 || in == out) return;
+  checkCuda(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream), what);
+}
+
+void noneReduce(const void* const* ins, int p, int self, const void* selfIn, cocclDataType_t dt,
+                size_t n, float scale, bool accumulate, void* out, void* decoded,
+                cudaStream_t stream, const char* what) {
+  COCCL_CHECK_ARG(isReduceType(dt), "%s: none: data type %d not supported (fp32, fp16, bf16)",
+                  what, static_cast<int>(dt));
+  NoneArgs a{};
+  for (int r = 0; r < p; ++r) a.ins[r] = r == self ? nullptr : ins[r];
+  a.p = p;
+  a.self = self;
+  a.selfIn = selfIn;
+  a.n = n;
+  a.scale = scale;
+  a.out = out;
+  a.decoded = decoded;
+  const size_t warps = (n + 32 * kNoneElemsPerThread - 1) / (32 * kNoneElemsPerThread);
+  dispatchTag(dt, [&](auto tag) {
+    using Tag = decltype(tag);
+    if (accumulate)
+      launch<noneKernel<Tag, true>>(a, warps, stream, what);
+    else
+      launch<noneKernel<Tag, false>>(a, warps, stream, what);
+  });
+}
+
+}  // namespace detail
+
+size_t payloadBytes(const CodecDesc& d, cocclDataType_t dt, size_t count) {
+  detail::checkDesc(d, "payloadBytes");
+  detail::checkCodecType(d, dt, "payloadBytes");
+  if (d.kind == CodecKind::None) return count * detail::elemBytes(dt);
+  return static_cast<size_t>(codecPayloadBytes(d, count));
+}
+
+bool deviceAvailable() {
+  static const bool available = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return n > 0;
+  }();
+  return available;
+}
+
+}  // namespace kernels
+}  // namespace coccl

@@ -1,0 +1,175 @@
+// Grid-wide codec kernels (thin wrappers of chunk_codec.cuh's tile functions) and the host-side
+// launch plumbing shared by the launcher sources (codec_*.cu). Internal to coccl_kernels.
+//
+// Launch shape: 256 threads a CTA; a warp takes 32/L codec blocks an iteration (32 elements a
+// lane: 1024 elements a warp) and strides over the chunk; the grid is at most one resident
+// wave (SMs x CTAs per SM from the occupancy calculator), fewer CTAs for small counts.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/error.h"
+#include "kernels/cuda/chunk_codec.cuh"
+#include "kernels/device_codec.h"
+
+namespace coccl {
+namespace kernels {
+namespace detail {
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerCta = kThreads / 32;
+
+struct EncodeArgs {
+  CodecDesc d;
+  const void* in;
+  size_t n;
+  uint8_t* out;
+};
+
+struct DecodeArgs {
+  CodecDesc d;
+  const uint8_t* in;
+  size_t n;
+  void* out;
+};
+
+// reduceChunkT's arguments; ins[] by value (read through a __grid_constant__ parameter).
+struct ReduceArgs {
+  CodecDesc d;
+  const uint8_t* ins[kMaxReduceInputs + 1];
+  int p;
+  int self;
+  const void* selfIn;
+  size_t n;
+  float scale;
+  uint8_t* out;
+  void* userOut;
+};
+
+__device__ __forceinline__ kdev::WarpSet gridWarps() {
+  return kdev::WarpSet{static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5),
+                       static_cast<int>((gridDim.x * blockDim.x) >> 5)};
+}
+
+template <class Fam, int G, class Tag>
+__global__ void __launch_bounds__(kThreads) encodeKernel(const EncodeArgs a) {
+  kdev::encodeChunkT<Fam, G, Tag>(a.d, static_cast<const typename Tag::T*>(a.in), a.n, a.out,
+                                  gridWarps());
+}
+
+template <class Fam, int G, class Tag>
+__global__ void __launch_bounds__(kThreads) decodeKernel(const DecodeArgs a) {
+  kdev::decodeChunkT<Fam, G, Tag>(a.d, a.in, a.n, static_cast<typename Tag::T*>(a.out),
+                                  gridWarps());
+}
+
+template <class Fam, int G, class Tag>
+__global__ void __launch_bounds__(kThreads) reduceKernel(const __grid_constant__ ReduceArgs a) {
+  kdev::reduceChunkT<Fam, G, Tag>(a.d, a.ins, a.p, a.self,
+                                  static_cast<const typename Tag::T*>(a.selfIn), a.n, a.scale,
+                                  a.out, static_cast<typename Tag::T*>(a.userOut), gridWarps());
+}
+
+// ---- host side ----------------------------------------------------------------------------------
+
+// Throws Error(cocclUnhandledCudaError) naming `what` if e is not cudaSuccess.
+void checkCuda(cudaError_t e, const char* what);
+// Multiprocessors of the current device (cached per device).
+int smCount();
+
+// Launches Kernel on `stream` for `warps` warps of work: kThreads-thread CTAs, at most one
+// resident wave (CTAs a multiprocessor from the occupancy calculator, cached per kernel).
+template <auto Kernel, class Args>
+void launch(const Args& args, size_t warps, cudaStream_t stream, const char* what) {
+  if (warps == 0) return;
+  static std::atomic<int> perSm{0};
+  int resident = perSm.load(std::memory_order_relaxed);
+  if (resident == 0) {
+    checkCuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                  &resident, reinterpret_cast<const void*>(Kernel), kThreads, 0),
+              what);
+    resident = resident > 0 ? resident : 1;
+    perSm.store(resident, std::memory_order_relaxed);
+  }
+  const size_t want = (warps + kWarpsPerCta - 1) / kWarpsPerCta;
+  const size_t cap = static_cast<size_t>(smCount()) * static_cast<size_t>(resident);
+  const dim3 grid(static_cast<unsigned>(want < cap ? want : cap));
+  void* argv[] = {const_cast<Args*>(&args)};
+  checkCuda(cudaLaunchKernel(reinterpret_cast<const void*>(Kernel), grid, dim3(kThreads), argv, 0,
+                             stream),
+            what);
+}
+
+// Warps covering the nb blocks of a chunk in one iteration each.
+template <int G, class Tag>
+size_t warpsFor(size_t nb) {
+  constexpr int kPerWarp = 32 / kdev::TileRun<G, sizeof(typename Tag::T)>::Shape::kL;
+  return (nb + kPerWarp - 1) / kPerWarp;
+}
+
+// ---- compile-time dispatch of the run-time codec / block size / dtype -------------------------
+
+template <int G>
+using GTag = std::integral_constant<int, G>;
+
+template <class Fn>
+void dispatchFamily(const CodecDesc& d, Fn&& fn) {
+  if (d.kind == CodecKind::Int8) {
+    fn(kdev::Int8Family{});
+  } else if (d.fp8E5M2) {
+    fn(kdev::AshFamily<kmath::Fp8E5M2>{});
+  } else {
+    fn(kdev::AshFamily<kmath::Fp8E4M3>{});
+  }
+}
+
+template <class Fn>
+void dispatchG(int g, Fn&& fn) {
+  switch (g) {
+    case 32:
+      fn(GTag<32>{});
+      break;
+    case 64:
+      fn(GTag<64>{});
+      break;
+    case 128:
+      fn(GTag<128>{});
+      break;
+    case 256:
+      fn(GTag<256>{});
+      break;
+    default:
+      fn(GTag<512>{});
+      break;
+  }
+}
+
+template <class Fn>
+void dispatchTag(cocclDataType_t dt, Fn&& fn) {
+  switch (dt) {
+    case cocclFloat16:
+      fn(kdev::Fp16Tag{});
+      break;
+    case cocclBfloat16:
+      fn(kdev::Bf16Tag{});
+      break;
+    default:
+      fn(kdev::Fp32Tag{});
+      break;
+  }
+}
+
+// Argument checks shared by the launchers (throw cocclInvalidArgument).
+void checkDesc(const CodecDesc& d, const char* what);
+void checkCodecType(const CodecDesc& d, cocclDataType_t dt, const char* what);
+void checkPtr(const void* p, const char* name, const char* what);
+void checkInputs(const void* const* ins, int p, int self, const char* what);
+
+}  // namespace detail
+}  // namespace kernels
+}  // namespace coccl
