@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "shim.h"
@@ -280,12 +281,19 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return r1 != ncclSuccess ? r1 : r2;
 }
 
-// Stops both halves. The handle's few bytes are not freed: another thread may still be inside
-// a call on it (PyTorch's watchdog aborts while the main thread waits in a collective).
+// Stops both halves. The handle itself (a few hundred bytes) is kept, dead, until the process
+// ends: another thread may still be inside a call on it (PyTorch's watchdog aborts while the
+// main thread waits in a collective).
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   if (comm->magic != kCommMagic)
     return fail(ncclInvalidArgument, "ncclCommAbort: not a live communicator");
+  {
+    static std::mutex m;
+    static auto* graveyard = new std::vector<ncclComm*>();  // never freed: reachable
+    std::lock_guard<std::mutex> lock(m);
+    graveyard->push_back(comm);
+  }
   comm->magic = 0;
   comm->asyncError.store(ncclRemoteError);
   cocclComm_t cc = comm->coccl;

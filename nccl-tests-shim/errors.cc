@@ -121,12 +121,12 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
   }
 }
 
-NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
+// Like NCCL's, process-wide: `comm` is not looked at (it may be stale or NULL after a failure).
+NCCL_API(const char*, ncclGetLastError, ncclComm_t) {
   if (g_errSource.load() == 2) {
     const Real* r = real();
     if (r && r->ncclGetLastError) {
-      ncclComm_t rc = comm && comm->magic == kCommMagic ? comm->real : nullptr;
-      const char* m = r->ncclGetLastError(rc);
+      const char* m = r->ncclGetLastError(nullptr);
       return m ? m : "";
     }
   }

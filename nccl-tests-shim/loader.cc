@@ -21,6 +21,15 @@ bool g_loaded = false;
 std::string g_loadError;
 std::once_flag g_loadOnce;
 
+// RTLD_DEEPBIND: the real NCCL's references to its own nccl* functions must bind inside it,
+// not to the shim's, which come first in the global scope. Sanitizer runtimes refuse it (only
+// test builds are sanitized).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
 std::string canonical(const std::string& path) {
   char buf[PATH_MAX];
   return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
@@ -76,7 +85,7 @@ void* tryOpen(const std::string& cand, const std::string& own, std::string* why)
       return nullptr;
     }
   }
-  void* h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  void* h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
   if (!h) {
     const char* e = dlerror();
     *why = cand + ": " + (e ? e : "dlopen failed");

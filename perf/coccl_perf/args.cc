@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "devmem.h"
 #include "dtype.h"
 
 namespace cocclperf {
@@ -233,7 +234,9 @@ int parseArgs(int argc, char** argv, Options* o) {
   app.add_option("-a,--average", o->average,
                  "time over ranks: 0 rank 0, 1 mean, 2 min, 3 max")
       ->capture_default_str();
-  app.add_option("--mem", o->mem, "buffer memory: host or device (device needs a CUDA build)")
+  app.add_option("--mem", o->mem,
+                 "buffer memory: host, or device (cudaMalloc'd, calls on a stream, timed with "
+                 "CUDA events; needs a CUDA build)")
       ->capture_default_str();
   app.add_option("--codec", o->codec,
                  "codec spec for all_reduce/reduce_scatter/all_gather (none, int8, fp8_ash_ds, "
@@ -303,7 +306,7 @@ int parseArgs(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "coccl_perf: --mem must be host or device\n");
     return 1;
   }
-  if (o->mem == "device") {
+  if (o->mem == "device" && !deviceSupport()) {
     std::fprintf(stderr, "coccl_perf: --mem device: device memory needs a CUDA build (this "
                          "coccl_perf is host-only)\n");
     return 1;

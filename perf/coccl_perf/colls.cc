@@ -61,34 +61,34 @@ void runColl(const Rank& rk, const CallSpec& c, const void* s, void* r, size_t c
   switch (c.coll) {
     case Coll::AllReduce:
       if (policy)
-        CP_CHECK(cocclAllReduce(s, r, count, c.type, c.op, comm, nullptr), comm);
+        CP_CHECK(cocclAllReduce(s, r, count, c.type, c.op, comm, c.stream), comm);
       else
-        CP_CHECK(cocclAllReduceCodec(s, r, count, c.type, c.op, c.codec, comm, nullptr), comm);
+        CP_CHECK(cocclAllReduceCodec(s, r, count, c.type, c.op, c.codec, comm, c.stream), comm);
       break;
     case Coll::ReduceScatter:
       if (policy)
-        CP_CHECK(cocclReduceScatter(s, r, count, c.type, c.op, comm, nullptr), comm);
+        CP_CHECK(cocclReduceScatter(s, r, count, c.type, c.op, comm, c.stream), comm);
       else
-        CP_CHECK(cocclReduceScatterCodec(s, r, count, c.type, c.op, c.codec, comm, nullptr), comm);
+        CP_CHECK(cocclReduceScatterCodec(s, r, count, c.type, c.op, c.codec, comm, c.stream), comm);
       break;
     case Coll::AllGather:
       if (policy)
-        CP_CHECK(cocclAllGather(s, r, count, c.type, comm, nullptr), comm);
+        CP_CHECK(cocclAllGather(s, r, count, c.type, comm, c.stream), comm);
       else
-        CP_CHECK(cocclAllGatherCodec(s, r, count, c.type, c.codec, comm, nullptr), comm);
+        CP_CHECK(cocclAllGatherCodec(s, r, count, c.type, c.codec, comm, c.stream), comm);
       break;
     case Coll::Broadcast:
-      CP_CHECK(cocclBroadcast(s, r, count, c.type, c.root, comm, nullptr), comm);
+      CP_CHECK(cocclBroadcast(s, r, count, c.type, c.root, comm, c.stream), comm);
       break;
     case Coll::Reduce:
-      CP_CHECK(cocclReduce(s, r, count, c.type, c.op, c.root, comm, nullptr), comm);
+      CP_CHECK(cocclReduce(s, r, count, c.type, c.op, c.root, comm, c.stream), comm);
       break;
     case Coll::SendRecv: {
       const int sendPeer = (rk.rank + 1) % rk.nranks;
       const int recvPeer = (rk.rank - 1 + rk.nranks) % rk.nranks;
       CP_CHECK(cocclGroupStart(), comm);
-      CP_CHECK(cocclSend(s, count, c.type, sendPeer, comm, nullptr), comm);
-      CP_CHECK(cocclRecv(r, count, c.type, recvPeer, comm, nullptr), comm);
+      CP_CHECK(cocclSend(s, count, c.type, sendPeer, comm, c.stream), comm);
+      CP_CHECK(cocclRecv(r, count, c.type, recvPeer, comm, c.stream), comm);
       CP_CHECK(cocclGroupEnd(), comm);
       break;
     }

@@ -32,6 +32,7 @@ struct CallSpec {
   int root = 0;                // broadcast and reduce
   CodecMode mode = CodecMode::None;
   cocclCodec_t codec = nullptr;  // the call's codec when mode != Policy
+  cudaStream_t stream = nullptr;  // --mem device: the rank's stream
 };
 
 // Two buffers of `capacity` bytes each per rank.
@@ -47,7 +48,7 @@ struct Placement {
 Placement placement(const Rank& rk, Coll coll, bool inPlace, const Buffers& b, size_t count,
                     size_t elt);
 
-// One call of the collective (blocking on host buffers).
+// One call of the collective (blocking on host buffers; enqueued on c.stream for device ones).
 void runColl(const Rank& rk, const CallSpec& c, const void* send, void* recv, size_t count);
 
 // Writes this rank's inputs for one call; with `sentinels`, first fills the outputs with values no

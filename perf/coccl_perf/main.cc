@@ -7,6 +7,7 @@
 #include <string>
 
 #include "args.h"
+#include "devmem.h"
 #include "realdata.h"
 #include "runtime.h"
 #include "sweep.h"
@@ -41,7 +42,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::function<int(const Rank&)> beforeInit;
+  if (o.mem == "device")
+    beforeInit = [](const Rank& rk) { return selectDevice(rk.proc, rk.thread, rk.nThreads); };
   return runRanks(launch, o.nThreads, [&](Rank& rk) {
     return o.input.empty() ? runSweep(rk, o, launch) : runRealData(rk, o, launch, manifest);
-  });
+  }, beforeInit);
 }

@@ -8,12 +8,14 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "colls.h"
 #include "data.h"
+#include "devmem.h"
 #include "dtype.h"
 #include "sweep.h"
 #include "table.h"
@@ -130,6 +132,14 @@ int runRealData(const Rank& rk, const Options& o, const Launch& l, const Manifes
   }
   std::vector<double> rels;
   int status = 0;
+  // --mem device: buffers sized for the largest case; calls on the rank's stream, timed with
+  // CUDA events.
+  std::unique_ptr<DeviceRank> dev;
+  if (o.mem == "device") {
+    size_t most = 0;
+    for (const RealCase& c : m.cases) most = std::max(most, c.count * static_cast<size_t>(n));
+    dev = std::make_unique<DeviceRank>(most * 2 + 16);
+  }
   for (const RealCase& c : m.cases) {
     std::vector<std::vector<uint16_t>> t(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) t[static_cast<size_t>(r)] = readTensor(c.tensors[static_cast<size_t>(r)]);
@@ -148,15 +158,29 @@ int runRealData(const Rank& rk, const Options& o, const Launch& l, const Manifes
     cs.op = cocclSum;
     cs.mode = o.codecMode;
     cs.codec = codecs.callCodec();
-    for (int w = 0; w < o.warmup; ++w) runColl(rk, cs, send.data(), recv.data(), callCount);
+    void* sendBuf = send.data();
+    void* recvBuf = recv.data();
+    if (dev) {
+      cs.stream = dev->stream();
+      sendBuf = dev->send();
+      recvBuf = dev->recv();
+      dev->upload(sendBuf, send.data(), send.size() * 2);
+    }
+    for (int w = 0; w < o.warmup; ++w) runColl(rk, cs, sendBuf, recvBuf, callCount);
+    if (dev) dev->sync();
     rk.barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    for (int it = 0; it < o.iters; ++it) runColl(rk, cs, send.data(), recv.data(), callCount);
+    if (dev) dev->startTimer();
+    for (int it = 0; it < o.iters; ++it) runColl(rk, cs, sendBuf, recvBuf, callCount);
     const double sec =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+        (dev ? dev->stopTimerSeconds()
+             : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) /
+        o.iters;
     // Checked call into a NaN-filled output.
     std::fill(recv.begin(), recv.end(), uint16_t{0x7fc0});
-    runColl(rk, cs, send.data(), recv.data(), callCount);
+    if (dev) dev->upload(recvBuf, recv.data(), recv.size() * 2);
+    runColl(rk, cs, sendBuf, recvBuf, callCount);
+    if (dev) dev->download(recv.data(), recvBuf, recv.size() * 2);
     cocclCollStats_t st{};
     CP_CHECK(cocclCommGetLastCollStats(rk.comm, &st), rk.comm);
     const std::string codecRan = st.codec ? st.codec : "?";
@@ -184,7 +208,8 @@ int runRealData(const Rank& rk, const Options& o, const Launch& l, const Manifes
       CallSpec ns = cs;
       ns.mode = CodecMode::None;
       ns.codec = codecs.none;
-      runColl(rk, ns, send.data(), recv.data(), callCount);
+      runColl(rk, ns, sendBuf, recvBuf, callCount);
+      if (dev) dev->sync();
       CP_CHECK(cocclCommGetLastCollStats(rk.comm, &st), rk.comm);
       wireNone = st.wireBytesSent;
     }

@@ -139,7 +139,8 @@ void Rank::barrier() const {
                     ", expected " + std::to_string(nranks));
 }
 
-int runRanks(const Launch& l, int nThreads, const std::function<int(Rank&)>& body) {
+int runRanks(const Launch& l, int nThreads, const std::function<int(Rank&)>& body,
+             const std::function<int(const Rank&)>& beforeInit) {
   const int nranks = l.nProcs * nThreads;
   cocclUniqueId id;
   std::memset(&id, 0, sizeof(id));
@@ -165,6 +166,7 @@ int runRanks(const Launch& l, int nThreads, const std::function<int(Rank&)>& bod
       int st = 1;
       bool joined = false;
       try {
+        if (beforeInit) rk.device = beforeInit(rk);
         CP_CHECK(cocclCommInitRank(&rk.comm, nranks, id, rk.rank), nullptr);
         joined = true;
         st = body(rk);

@@ -42,6 +42,7 @@ struct Rank {
   int nProcs = 1;
   int thread = 0;
   int nThreads = 1;
+  int device = -1;  // --mem device: the CUDA device of this rank
   cocclComm_t comm = nullptr;
   bool printer() const { return rank == 0; }
   // AllGather of `local` (the same length on every rank): n * local.size() values, rank-major.
@@ -53,7 +54,10 @@ struct Rank {
 // Creates the communicators of this process's nThreads ranks and runs body(rank) on each, in its
 // own thread. A rank that throws prints its error, aborts its communicator (so that peers fail
 // fast) and makes the result non-zero. Returns the largest status any body returned, or 1.
-int runRanks(const Launch& l, int nThreads, const std::function<int(Rank&)>& body);
+// beforeInit (optional) runs on the rank's thread before cocclCommInitRank (--mem device: makes
+// the rank's CUDA device current) and returns the device (-1 none).
+int runRanks(const Launch& l, int nThreads, const std::function<int(Rank&)>& body,
+             const std::function<int(const Rank&)>& beforeInit = nullptr);
 
 // Rank-0-only output helper: printf to stdout (and flush) when r.printer().
 void rprintf(const Rank& r, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

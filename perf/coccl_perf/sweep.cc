@@ -12,6 +12,7 @@
 
 #include "colls.h"
 #include "data.h"
+#include "devmem.h"
 #include "dtype.h"
 
 namespace cocclperf {
@@ -52,9 +53,23 @@ struct Sweeper {
   const Rank& rk;
   const Options& o;
   const RankCodecs& codecs;
-  Buffers bufs;
+  Buffers bufs;  // host: inputs are prepared and outputs checked here
   Table* table;  // rank 0 only
+  DeviceRank* dev = nullptr;  // --mem device: the buffers the calls use, the stream, the timer
   int status = 0;
+
+  // The buffers the collective runs on.
+  Buffers callBufs() const { return dev ? Buffers{dev->send(), dev->recv()} : bufs; }
+  // Device mode: copy the prepared host buffers to the device / the output back.
+  void toDevice(const Shape& sh, size_t elt) {
+    if (!dev) return;
+    dev->upload(dev->send(), bufs.send, sh.sendCount * elt);
+    dev->upload(dev->recv(), bufs.recv, std::max(sh.sendCount, sh.recvCount) * elt);
+  }
+  void fromDevice(const Shape& sh, size_t elt) {
+    if (!dev) return;
+    dev->download(bufs.recv, dev->recv(), std::max(sh.sendCount, sh.recvCount) * elt);
+  }
 
   // One size: out-of-place then in-place (timing, then the check), then the exchange.
   void measure(const CallSpec& cs, const Gen& gen, const Shape& sh, Row* row) {
@@ -64,20 +79,27 @@ struct Sweeper {
     uint64_t wireOop = 0;
     for (int inPlace = 0; inPlace < 2; ++inPlace) {
       prepareCall(rk, cs, gen, inPlace, bufs, sh.count, false);
-      const Placement p = placement(rk, cs.coll, inPlace, bufs, sh.count, elt);
+      toDevice(sh, elt);
+      const Placement p = placement(rk, cs.coll, inPlace, callBufs(), sh.count, elt);
       for (int w = 0; w < o.warmup; ++w) runColl(rk, cs, p.send, p.recv, sh.count);
+      if (dev) dev->sync();
       rk.barrier();
       const double t0 = nowSec();
+      if (dev) dev->startTimer();
       for (int it = 0; it < o.iters; ++it) {
         if (o.aggIters > 1) CP_CHECK(cocclGroupStart(), rk.comm);
         for (int a = 0; a < o.aggIters; ++a) runColl(rk, cs, p.send, p.recv, sh.count);
         if (o.aggIters > 1) CP_CHECK(cocclGroupEnd(), rk.comm);
       }
-      const double sec = (nowSec() - t0) / (static_cast<double>(o.iters) * o.aggIters);
+      // Device: CUDA events around the calls on the rank's stream (synchronised here).
+      const double total = dev ? dev->stopTimerSeconds() : nowSec() - t0;
+      const double sec = total / (static_cast<double>(o.iters) * o.aggIters);
       RankCheck rc;
       if (o.check) {
         prepareCall(rk, cs, gen, inPlace, bufs, sh.count, true);
+        toDevice(sh, elt);
         runColl(rk, cs, p.send, p.recv, sh.count);
+        fromDevice(sh, elt);
         rc = checkCall(rk, cs, gen, inPlace, bufs, sh.count);
       }
       const cocclCollStats_t st = lastStats(rk, inPlace ? nullptr : &codec, &algo);
@@ -98,7 +120,10 @@ struct Sweeper {
       ns.mode = CodecMode::None;
       ns.codec = codecs.none;
       prepareCall(rk, ns, gen, false, bufs, sh.count, false);
-      runColl(rk, ns, bufs.send, bufs.recv, sh.count);
+      toDevice(sh, elt);
+      const Buffers cb = callBufs();
+      runColl(rk, ns, cb.send, cb.recv, sh.count);
+      if (dev) dev->sync();
       wireNone = lastStats(rk, nullptr, &row->algorithmNone).wireBytesSent;
     } else {
       row->algorithmNone = row->algorithm;
@@ -163,17 +188,21 @@ RunInfo gatherRunInfo(const Rank& rk, const Options& o, const Launch& l, const R
                         : o.codecMode == CodecMode::Policy ? "policy"
                                                            : cocclCodecName(c.none);
   constexpr size_t kHostWords = 8;
-  std::vector<uint64_t> me(1 + kHostWords, 0);
+  std::vector<uint64_t> me(2 + kHostWords, 0);
   me[0] = static_cast<uint64_t>(getpid());
   char host[kHostWords * 8] = {};
   gethostname(host, sizeof(host) - 1);
   std::memcpy(&me[1], host, sizeof(host));
+  int dev = -1;
+  CP_CHECK(cocclCommCuDevice(rk.comm, &dev), rk.comm);
+  me[1 + kHostWords] = static_cast<uint64_t>(static_cast<int64_t>(o.mem == "device" ? dev : -1));
   const std::vector<uint64_t> all = rk.allGather(me);
   for (int r = 0; r < rk.nranks; ++r) {
     const uint64_t* v = &all[static_cast<size_t>(r) * me.size()];
     char h[kHostWords * 8 + 1] = {};
     std::memcpy(h, v + 1, kHostWords * 8);
-    info.devices.push_back({r, static_cast<int>(v[0]), h});
+    info.devices.push_back(
+        {r, static_cast<int>(v[0]), h, static_cast<int>(static_cast<int64_t>(v[1 + kHostWords]))});
   }
   return info;
 }
@@ -191,7 +220,9 @@ int runSweep(const Rank& rk, const Options& o, const Launch& l) {
   }
   const size_t words = o.maxBytes / 8 + 8;
   std::vector<uint64_t> sendBuf(words), recvBuf(words);
-  Sweeper sw{rk, o, codecs, {sendBuf.data(), recvBuf.data()}, table.get()};
+  std::unique_ptr<DeviceRank> dev;
+  if (o.mem == "device") dev = std::make_unique<DeviceRank>(words * 8);
+  Sweeper sw{rk, o, codecs, {sendBuf.data(), recvBuf.data()}, table.get(), dev.get()};
 
   for (cocclDataType_t dt : o.types) {
     const std::vector<cocclRedOp_t> ops =
@@ -209,6 +240,7 @@ int runSweep(const Rank& rk, const Options& o, const Launch& l) {
         cs.root = std::max(root, 0);
         cs.mode = o.codecMode;
         cs.codec = codecs.callCodec();
+        cs.stream = dev ? dev->stream() : nullptr;
         for (size_t size = o.minBytes; size <= o.maxBytes;
              size = o.stepFactor > 1 ? std::max<size_t>(size * o.stepFactor, 1)
                                      : size + o.stepBytes) {

@@ -118,7 +118,7 @@ nlohmann::json runMetadata(const Options& o, const RunInfo& info) {
   j["env"] = env;
   nlohmann::json devs = nlohmann::json::array();
   for (const DeviceLine& d : info.devices)
-    devs.push_back({{"rank", d.rank}, {"pid", d.pid}, {"hostname", d.host}, {"device", -1}});
+    devs.push_back({{"rank", d.rank}, {"pid", d.pid}, {"hostname", d.host}, {"device", d.device}});
   j["devices"] = devs;
   return j;
 }
@@ -173,8 +173,8 @@ void Table::header() {
                 "(summed over ranks)\n");
   std::printf("#\n# Using devices\n");
   for (const DeviceLine& d : info_.devices)
-    std::printf("#  Rank %2d Group  0 Pid %6d on %10s device -1 [host] host memory\n", d.rank,
-                d.pid, d.host.c_str());
+    std::printf("#  Rank %2d Group  0 Pid %6d on %10s device %2d %s\n", d.rank, d.pid,
+                d.host.c_str(), d.device, d.device >= 0 ? "[cuda] device memory" : "[host] host memory");
   std::printf("#\n");
   std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
               "          \n", "", "", "", "", "");

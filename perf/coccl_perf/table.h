@@ -17,6 +17,7 @@ struct DeviceLine {
   int rank;
   int pid;
   std::string host;
+  int device = -1;  // CUDA device (--mem device), -1 host memory
 };
 
 // What rank 0 knows about the run, for headers and JSON metadata.

@@ -1,5 +1,6 @@
-// Collectives and point-to-point at the C boundary: argument checks, then the host algorithms
-// (or the group queue).
+// Collectives and point-to-point at the C boundary: argument checks, then the collectives layer
+// (host algorithms, or the device path for device buffers, enqueued on `stream`), or the group
+// queue.
 #include <cstdint>
 
 #include "api/api_internal.h"
@@ -67,7 +68,7 @@ cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, std::function<voi
 
 cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                           cocclDataType_t dt, cocclRedOp_t op, cocclCodec_t codec,
-                          cocclComm_t comm, const char* fn) {
+                          cocclComm_t comm, cudaStream_t stream, const char* fn) {
   return run(
       comm, fn,
       [&](Communicator&) {
@@ -79,13 +80,14 @@ cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
         checkOverlap(sendbuff, b, recvbuff, b, recvbuff, fn);
       },
       [=] {
-        if (count) allReduce(*comm->impl, sendbuff, recvbuff, count, dt, op, codecOf(codec));
+        if (count)
+          allReduce(*comm->impl, sendbuff, recvbuff, count, dt, op, codecOf(codec), stream);
       });
 }
 
 cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                               cocclDataType_t dt, cocclRedOp_t op, cocclCodec_t codec,
-                              cocclComm_t comm, const char* fn) {
+                              cocclComm_t comm, cudaStream_t stream, const char* fn) {
   return run(
       comm, fn,
       [&](Communicator& c) {
@@ -101,13 +103,14 @@ cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvc
       },
       [=] {
         if (recvcount)
-          reduceScatter(*comm->impl, sendbuff, recvbuff, recvcount, dt, op, codecOf(codec));
+          reduceScatter(*comm->impl, sendbuff, recvbuff, recvcount, dt, op, codecOf(codec),
+                        stream);
       });
 }
 
 cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                           cocclDataType_t dt, cocclCodec_t codec, cocclComm_t comm,
-                          const char* fn) {
+                          cudaStream_t stream, const char* fn) {
   return run(
       comm, fn,
       [&](Communicator& c) {
@@ -121,12 +124,13 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
                      fn);
       },
       [=] {
-        if (sendcount) allGather(*comm->impl, sendbuff, recvbuff, sendcount, dt, codecOf(codec));
+        if (sendcount)
+          allGather(*comm->impl, sendbuff, recvbuff, sendcount, dt, codecOf(codec), stream);
       });
 }
 
 cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int peer,
-                    cocclComm_t comm, const char* fn) {
+                    cocclComm_t comm, cudaStream_t stream, const char* fn) {
   return guarded(comm, fn, [&] {
     Communicator& c = usableComm(comm);
     checkType(dt);
@@ -137,7 +141,7 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
     QueuedOp op;
     op.comm = comm;
     op.isP2P = true;
-    op.p2p = P2POp{send, buf, b, peer};
+    op.p2p = P2POp{send, buf, b, peer, stream};
     if (inGroup()) {
       enqueue(std::move(op));
       return;
@@ -156,45 +160,52 @@ extern "C" {
 
 COCCL_API cocclResult_t cocclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        cocclDataType_t datatype, cocclRedOp_t op,
-                                       cocclComm_t comm, cudaStream_t) {
-  return doAllReduce(sendbuff, recvbuff, count, datatype, op, nullptr, comm, "cocclAllReduce");
+                                       cocclComm_t comm, cudaStream_t stream) {
+  return doAllReduce(sendbuff, recvbuff, count, datatype, op, nullptr, comm, stream,
+                     "cocclAllReduce");
 }
 
 COCCL_API cocclResult_t cocclAllReduceCodec(const void* sendbuff, void* recvbuff, size_t count,
                                             cocclDataType_t datatype, cocclRedOp_t op,
-                                            cocclCodec_t codec, cocclComm_t comm, cudaStream_t) {
-  return doAllReduce(sendbuff, recvbuff, count, datatype, op, codec, comm, "cocclAllReduceCodec");
+                                            cocclCodec_t codec, cocclComm_t comm,
+                                            cudaStream_t stream) {
+  return doAllReduce(sendbuff, recvbuff, count, datatype, op, codec, comm, stream,
+                     "cocclAllReduceCodec");
 }
 
 COCCL_API cocclResult_t cocclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                            cocclDataType_t datatype, cocclRedOp_t op,
-                                           cocclComm_t comm, cudaStream_t) {
-  return doReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, nullptr, comm,
+                                           cocclComm_t comm, cudaStream_t stream) {
+  return doReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, nullptr, comm, stream,
                          "cocclReduceScatter");
 }
 
 COCCL_API cocclResult_t cocclReduceScatterCodec(const void* sendbuff, void* recvbuff,
                                                 size_t recvcount, cocclDataType_t datatype,
                                                 cocclRedOp_t op, cocclCodec_t codec,
-                                                cocclComm_t comm, cudaStream_t) {
-  return doReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, codec, comm,
+                                                cocclComm_t comm, cudaStream_t stream) {
+  return doReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, codec, comm, stream,
                          "cocclReduceScatterCodec");
 }
 
 COCCL_API cocclResult_t cocclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                       cocclDataType_t datatype, cocclComm_t comm, cudaStream_t) {
-  return doAllGather(sendbuff, recvbuff, sendcount, datatype, nullptr, comm, "cocclAllGather");
+                                       cocclDataType_t datatype, cocclComm_t comm,
+                                       cudaStream_t stream) {
+  return doAllGather(sendbuff, recvbuff, sendcount, datatype, nullptr, comm, stream,
+                     "cocclAllGather");
 }
 
 COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff,
                                             size_t sendcount, cocclDataType_t datatype,
-                                            cocclCodec_t codec, cocclComm_t comm, cudaStream_t) {
-  return doAllGather(sendbuff, recvbuff, sendcount, datatype, codec, comm, "cocclAllGatherCodec");
+                                            cocclCodec_t codec, cocclComm_t comm,
+                                            cudaStream_t stream) {
+  return doAllGather(sendbuff, recvbuff, sendcount, datatype, codec, comm, stream,
+                     "cocclAllGatherCodec");
 }
 
 COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                        cocclDataType_t datatype, int root, cocclComm_t comm,
-                                       cudaStream_t) {
+                                       cudaStream_t stream) {
   return run(
       comm, "cocclBroadcast",
       [&](Communicator& c) {
@@ -207,13 +218,13 @@ COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, siz
         if (c.rank() == root) checkOverlap(sendbuff, b, recvbuff, b, recvbuff, "cocclBroadcast");
       },
       [=] {
-        if (count) broadcast(*comm->impl, sendbuff, recvbuff, count, datatype, root);
+        if (count) broadcast(*comm->impl, sendbuff, recvbuff, count, datatype, root, stream);
       });
 }
 
 COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t count,
                                     cocclDataType_t datatype, cocclRedOp_t op, int root,
-                                    cocclComm_t comm, cudaStream_t) {
+                                    cocclComm_t comm, cudaStream_t stream) {
   return run(
       comm, "cocclReduce",
       [&](Communicator& c) {
@@ -229,18 +240,19 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
         }
       },
       [=] {
-        if (count) reduce(*comm->impl, sendbuff, recvbuff, count, datatype, op, root);
+        if (count) reduce(*comm->impl, sendbuff, recvbuff, count, datatype, op, root, stream);
       });
 }
 
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
-                                  int peer, cocclComm_t comm, cudaStream_t) {
-  return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, "cocclSend");
+                                  int peer, cocclComm_t comm, cudaStream_t stream) {
+  return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream,
+               "cocclSend");
 }
 
 COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
-                                  int peer, cocclComm_t comm, cudaStream_t) {
-  return doP2P(false, recvbuff, count, datatype, peer, comm, "cocclRecv");
+                                  int peer, cocclComm_t comm, cudaStream_t stream) {
+  return doP2P(false, recvbuff, count, datatype, peer, comm, stream, "cocclRecv");
 }
 
 }  // extern "C"

@@ -71,6 +71,7 @@ void initRank(cocclComm* handle, int nranks, const cocclUniqueId& id, int rank,
   }
   setLogRank(rank);
   handle->impl = std::make_unique<Communicator>(bh, rank, nranks, cfg);
+  handle->cudaDev = handle->impl->cudaDevice();
 }
 
 cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank,

@@ -2,8 +2,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #include "collectives/communicator.h"
+#include "collectives/device/device_comm.h"
+#include "collectives/device/memtype.h"
 #include "collectives/host/algorithms.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
@@ -27,12 +30,36 @@ void beginStats(Communicator& c, size_t logical, const Codec* codec, const char*
   s.algorithm = algo;
 }
 
+// The device path when the call's buffers are device memory (nullptrs ignored); nullptr for
+// host buffers.
+DeviceComm* deviceFor(Communicator& c, const char* what, std::initializer_list<const void*> ptrs) {
+  bool dev = false, host = false;
+  for (const void* p : ptrs) {
+    if (!p) continue;
+    if (memKind(p) == MemKind::Device)
+      dev = true;
+    else
+      host = true;
+  }
+  if (!dev) return nullptr;
+  COCCL_CHECK_ARG(!host, "%s: buffers are partly host and partly device memory; use one kind",
+                  what);
+  DeviceComm* d = c.device();
+  COCCL_CHECK_USAGE(d && d->usable(), "%s: device buffers, but the device path is off: %s", what,
+                    d ? d->reason().c_str() : "this coccl was built without CUDA");
+  return d;
+}
+
 }  // namespace
 
 void allReduce(Communicator& c, const void* in, void* out, size_t count, cocclDataType_t dt,
-               cocclRedOp_t op, const Codec* forced) {
+               cocclRedOp_t op, const Codec* forced, cocclStream_t stream) {
   const size_t bytes = count * dtypeSize(dt);
   const Codec* codec = c.policy().select(CollKind::AllReduce, dt, op, bytes, forced);
+  if (DeviceComm* d = deviceFor(c, "AllReduce", {in, out})) {
+    d->allReduce(in, out, count, dt, op, codec, stream, c.stats());
+    return;
+  }
   Wire w(codec, dt, op, c.nranks());
   bool ring = useRing(c) && c.nranks() > 2;
   beginStats(c, bytes, codec, ring ? "ring" : "two-shot");
@@ -46,9 +73,14 @@ void allReduce(Communicator& c, const void* in, void* out, size_t count, cocclDa
 }
 
 void reduceScatter(Communicator& c, const void* in, void* out, size_t recvcount,
-                   cocclDataType_t dt, cocclRedOp_t op, const Codec* forced) {
+                   cocclDataType_t dt, cocclRedOp_t op, const Codec* forced,
+                   cocclStream_t stream) {
   const size_t bytes = recvcount * c.nranks() * dtypeSize(dt);
   const Codec* codec = c.policy().select(CollKind::ReduceScatter, dt, op, bytes, forced);
+  if (DeviceComm* d = deviceFor(c, "ReduceScatter", {in, out})) {
+    d->reduceScatter(in, out, recvcount, dt, op, codec, stream, c.stats());
+    return;
+  }
   Wire w(codec, dt, op, c.nranks());
   bool ring = useRing(c) && c.nranks() > 2;
   beginStats(c, bytes, codec, ring ? "ring" : "two-shot");
@@ -60,9 +92,13 @@ void reduceScatter(Communicator& c, const void* in, void* out, size_t recvcount,
 }
 
 void allGather(Communicator& c, const void* in, void* out, size_t sendcount, cocclDataType_t dt,
-               const Codec* forced) {
+               const Codec* forced, cocclStream_t stream) {
   const size_t bytes = sendcount * c.nranks() * dtypeSize(dt);
   const Codec* codec = c.policy().select(CollKind::AllGather, dt, cocclSum, bytes, forced);
+  if (DeviceComm* d = deviceFor(c, "AllGather", {in, out})) {
+    d->allGather(in, out, sendcount, dt, codec, stream, c.stats());
+    return;
+  }
   Wire w(codec, dt, cocclSum, c.nranks());
   bool ring = useRing(c) && c.nranks() > 2;
   beginStats(c, bytes, codec, ring ? "ring" : "direct");
@@ -73,14 +109,22 @@ void allGather(Communicator& c, const void* in, void* out, size_t sendcount, coc
 }
 
 void broadcast(Communicator& c, const void* in, void* out, size_t count, cocclDataType_t dt,
-               int root) {
+               int root, cocclStream_t stream) {
   const size_t bytes = count * dtypeSize(dt);
+  if (DeviceComm* d = deviceFor(c, "Broadcast", {c.rank() == root ? in : nullptr, out})) {
+    d->broadcast(in, out, count, dt, root, stream, c.stats());
+    return;
+  }
   beginStats(c, bytes, nullptr, c.nranks() <= 4 ? "direct" : "chain");
   broadcast(c, static_cast<const char*>(in), static_cast<char*>(out), bytes, root);
 }
 
 void reduce(Communicator& c, const void* in, void* out, size_t count, cocclDataType_t dt,
-            cocclRedOp_t op, int root) {
+            cocclRedOp_t op, int root, cocclStream_t stream) {
+  if (DeviceComm* d = deviceFor(c, "Reduce", {in, c.rank() == root ? out : nullptr})) {
+    d->reduce(in, out, count, dt, op, root, stream, c.stats());
+    return;
+  }
   beginStats(c, count * dtypeSize(dt), nullptr, "direct");
   reduceToRoot(c, static_cast<const char*>(in), static_cast<char*>(out), count, dt, op, root);
 }
@@ -93,6 +137,22 @@ bool overlaps(const P2POp& a, const P2POp& b) {
 }  // namespace
 
 void pointToPoint(Communicator& c, const std::vector<P2POp>& ops) {
+  {
+    bool dev = false, host = false;
+    for (const P2POp& o : ops) {
+      if (!o.bytes || !o.buf) continue;
+      (memKind(o.buf) == MemKind::Device ? dev : host) = true;
+    }
+    COCCL_CHECK_ARG(!(dev && host),
+                    "send/receive: a group mixes host and device buffers on one communicator");
+    if (dev) {
+      DeviceComm* d = c.device();
+      COCCL_CHECK_USAGE(d && d->usable(), "Send/Recv: device buffers, but the device path is off: %s",
+                        d ? d->reason().c_str() : "this coccl was built without CUDA");
+      d->pointToPoint(ops, c.stats());
+      return;
+    }
+  }
   std::vector<RequestPtr> reqs;
   reqs.reserve(ops.size());
   size_t sent = 0;

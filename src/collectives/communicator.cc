@@ -21,6 +21,8 @@ Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
   waiter_ = std::make_unique<Waiter>(*transport_, *bootstrap_, abort_, cfg.timeoutMs);
   sendSeq_.assign(nranks, 0);
   recvSeq_.assign(nranks, 0);
+  // Device path (CUDA builds): staging regions shared over CUDA IPC; collective, every rank.
+  device_ = DeviceComm::create(*this);
   // Everyone's endpoints exist before anyone sends.
   bootstrap_->barrier();
   COCCL_INFO(kLogInit, "comm %s rank %d nranks %d: %d host(s), %d local rank(s), NUMA node %d",
@@ -29,6 +31,7 @@ Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
 }
 
 Communicator::~Communicator() {
+  device_.reset();
   waiter_.reset();
   if (transport_) transport_->close();
   transport_.reset();
@@ -53,6 +56,12 @@ void Communicator::fail(cocclResult_t code) {
   bootstrap_->abort();
 }
 
+cocclResult_t Communicator::asyncError() const {
+  const int e = error_.load();
+  if (e != cocclSuccess) return static_cast<cocclResult_t>(e);
+  return device_ ? device_->asyncError() : cocclSuccess;
+}
+
 void Communicator::checkUsable() const {
   if (abort_.load(std::memory_order_acquire))
     COCCL_THROW(cocclInvalidUsage, "communicator was aborted");
@@ -65,11 +74,13 @@ void Communicator::checkUsable() const {
 
 void Communicator::requestAbort() {
   abort_.store(true, std::memory_order_release);
+  if (device_) device_->abort();
   bootstrap_->abort();
 }
 
 void Communicator::finalize() {
   checkUsable();
+  if (device_) device_->quiesce();
   bootstrap_->barrier();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/buffer_pool.h"
+#include "collectives/device/device_comm.h"
 #include "collectives/policy.h"
 #include "core/bootstrap.h"
 #include "core/topology.h"
@@ -55,6 +56,10 @@ class Communicator {
   Waiter& waiter() { return *waiter_; }
   BufferPool& pool() { return pool_; }
   CollStats& stats() { return stats_; }
+  // The device path (CUDA builds; null in host-only builds). See device/device_comm.h.
+  DeviceComm* device() { return device_.get(); }
+  // The CUDA device of this rank, -1 when it has none (cocclCommCuDevice).
+  int cudaDevice() const { return device_ ? device_->device() : -1; }
 
   // A fresh tag base for the next collective: [Collective][seq][0]; add a 24-bit sub-tag.
   uint64_t nextCollectiveTag();
@@ -65,14 +70,16 @@ class Communicator {
   // Error state. fail() records the error (first one wins) and closes the bootstrap so that
   // peers blocked on this rank fail fast instead of waiting for their timeout.
   void fail(cocclResult_t code);
-  cocclResult_t asyncError() const { return static_cast<cocclResult_t>(error_.load()); }
+  // The first error of a host operation, else one recorded by a device kernel.
+  cocclResult_t asyncError() const;
   // Throws cocclInvalidUsage if the communicator is aborted or broken.
   void checkUsable() const;
   // From any thread: stop what is in flight (the running call throws promptly).
   void requestAbort();
   const std::atomic<bool>& abortFlag() const { return abort_; }
 
-  // Barrier over the bootstrap (finalize).
+  // Waits for this rank's device work and its peers' consumption of it (device path), then a
+  // barrier over the bootstrap (finalize).
   void finalize();
 
  private:
@@ -90,6 +97,7 @@ class Communicator {
   uint64_t collSeq_ = 0;
   std::vector<uint64_t> sendSeq_, recvSeq_;
   CollStats stats_;
+  std::unique_ptr<DeviceComm> device_;  // destroyed first (~Communicator): it uses the bootstrap
 };
 
 }  // namespace coccl

@@ -30,6 +30,11 @@ const EnvEntry kEnvTable[] = {
     {"COCCL_ALGO", "auto", "AllReduce/ReduceScatter algorithm: auto, two-shot or ring"},
     {"COCCL_RING_MIN_RANKS", "16", "auto picks ring at or above this many ranks"},
     {"COCCL_NCCL_LIBRARY", "(search)", "path of the real libnccl.so.2 the NCCL transport loads"},
+    {"COCCL_DEVICE_STAGING_BYTES", "67108864",
+     "device path: bytes of peer-visible staging (CUDA IPC) per rank and communicator; a "
+     "collective moves at most about half of it per rank per round (must be equal on all ranks)"},
+    {"COCCL_DEVICE_BLOCKS", "32",
+     "device path: thread blocks per collective kernel, 1..128 (must be equal on all ranks)"},
 };
 const int kEnvTableSize = static_cast<int>(sizeof(kEnvTable) / sizeof(kEnvTable[0]));
 
@@ -95,6 +100,18 @@ void readAll() {
     g_env.chunkBytes = 4096;
   }
   g_env.ringMinRanks = getInt("COCCL_RING_MIN_RANKS", 16);
+  g_env.deviceStagingBytes = getInt("COCCL_DEVICE_STAGING_BYTES", int64_t{64} << 20);
+  if (g_env.deviceStagingBytes < (int64_t{1} << 20)) {
+    COCCL_WARN("COCCL_DEVICE_STAGING_BYTES=%lld is below 1 MiB; using 1 MiB",
+               static_cast<long long>(g_env.deviceStagingBytes));
+    g_env.deviceStagingBytes = int64_t{1} << 20;
+  }
+  g_env.deviceBlocks = getInt("COCCL_DEVICE_BLOCKS", 32);
+  if (g_env.deviceBlocks < 1 || g_env.deviceBlocks > 128) {
+    COCCL_WARN("COCCL_DEVICE_BLOCKS=%lld is outside 1..128; using 32",
+               static_cast<long long>(g_env.deviceBlocks));
+    g_env.deviceBlocks = 32;
+  }
 }
 
 }  // namespace

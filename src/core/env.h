@@ -34,6 +34,8 @@ struct Env {
   std::string algo;            // COCCL_ALGO (auto | two-shot | ring)
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
+  int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
+  int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS
 };
 
 // The process-wide values (read at first call).

@@ -68,10 +68,10 @@ void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int s
 // (fp32 to scratch) -> transform, scale and cast to dt. Same bytes as the fused kernels.
 // scratch: unfusedScratchBytes(d, count) bytes of device memory.
 size_t unfusedScratchBytes(const CodecDesc& d, size_t count);
-void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_t count,
-                   void* out, void* scratch, cudaStream_t stream);
-void decodeUnfused(const CodecDesc& d, const void* in, size_t count, cocclDataType_t dt,
-                   void* out, void* scratch, cudaStream_t stream);
+void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_t count, void* out,
+                   void* scratch, cudaStream_t stream);
+void decodeUnfused(const CodecDesc& d, const void* in, size_t count, cocclDataType_t dt, void* out,
+                   void* scratch, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace coccl

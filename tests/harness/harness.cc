@@ -28,24 +28,42 @@ void runOne(int rank, int n, const cocclUniqueId& id, const RunOptions& opts,
 
 void runRanks(int n, Mode mode, const std::function<void(Rank&)>& body, const RunOptions& opts) {
   cocclUniqueId id;
-  ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess) << cocclGetLastError(nullptr);
   if (mode == Mode::Threads) {
+    ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess) << cocclGetLastError(nullptr);
     std::vector<std::thread> threads;
     for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { runOne(r, n, id, opts, body); });
     for (auto& t : threads) t.join();
     return;
   }
+  // Processes: fork first, then rank 0 creates the unique id (and its root thread) and hands
+  // it to the others through pipes. Forking while a thread of this process is running (the
+  // root's) could hand a child a lock held mid-call by that thread (e.g. UCX's memory-hook
+  // lock around mmap) and deadlock it.
+  std::vector<int> pipeFds(2 * n, -1);
+  for (int r = 1; r < n; ++r) ASSERT_EQ(pipe(&pipeFds[2 * r]), 0);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0) << "fork failed";
     if (pid == 0) {
+      if (r == 0) {
+        if (cocclGetUniqueId(&id) != cocclSuccess) _exit(3);
+        for (int q = 1; q < n; ++q)
+          if (write(pipeFds[2 * q + 1], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id)))
+            _exit(4);
+      } else if (read(pipeFds[2 * r], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) {
+        _exit(5);
+      }
+      for (int fd : pipeFds)
+        if (fd >= 0) close(fd);
       runOne(r, n, id, opts, body);
       std::fflush(stdout);
       _exit(::testing::Test::HasFailure() ? 1 : 0);
     }
     pids.push_back(pid);
   }
+  for (int fd : pipeFds)
+    if (fd >= 0) close(fd);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opts.harnessTimeoutS);
   std::vector<int> status(n, -1);
   int left = n;

@@ -9,7 +9,6 @@
 
 using namespace shimtest;
 
-
 // ---- COCCL_SHIM_NO_NCCL=1, COCCL_CODEC=int8 -----------------------------------------------
 TEST(NoNccl, LibraryBasics) {
   const Api& a = api();
@@ -258,4 +257,25 @@ TEST(MissingNccl, ForwardedCallsReportTheLibrary) {
   EXPECT_EQ(a.ncclCommInitRank(&comm, 1, id, 0), ncclSystemError);
   EXPECT_EQ(comm, nullptr);
   EXPECT_NE(lastError().find("libnccl"), std::string::npos) << lastError();
+}
+
+// ---- COCCL_NCCL_LIBRARY=<the shim itself>, or (SHIM_TEST_COPY=1) a copy of it ----------------
+TEST(SelfLoad, NeverForwardsToItself) {
+  std::string dir;
+  if (getenv("SHIM_TEST_COPY")) {  // before the shim reads its environment
+    char tmpl[] = "/tmp/coccl-shim-copy-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    std::string copy = dir + "/libnccl.so.2";
+    ASSERT_EQ(std::system(("cp '" + std::string(SHIM_PATH) + "' '" + copy + "'").c_str()), 0);
+    setenv("COCCL_NCCL_LIBRARY", copy.c_str(), 1);
+  }
+  const Api& a = api();
+  void* p = nullptr;
+  EXPECT_EQ(a.ncclMemAlloc(&p, 64), ncclSystemError);
+  EXPECT_NE(lastError().find("shim"), std::string::npos) << lastError();
+  int v = 0;
+  EXPECT_EQ(a.ncclGetVersion(&v), ncclSuccess);
+  EXPECT_EQ(v, NCCL_VERSION_CODE);
+  if (!dir.empty()) std::system(("rm -rf '" + dir + "'").c_str());
 }

@@ -166,10 +166,11 @@ void ringReduce(Communicator& c, const Wire& w, const char* in, char* out,
         }
       } else {
         w.accumulate(got.buf[k].data(), own, r.count, acc.get());
-        if (last) {
-          if (allReduce) result.buf[k] = pool.get(b);
-          result.ptr[k] =
-              w.finish(acc.get(), r.count, outPtr(r), allReduce ? result.buf[k].data() : nullptr);
+        if (last && allReduce) {
+          result.buf[k] = pool.get(b);
+          result.ptr[k] = w.finish(acc.get(), r.count, outPtr(r), result.buf[k].data());
+        } else if (last) {
+          w.finish(acc.get(), r.count, outPtr(r), nullptr);
         } else {
           nxt.buf[k] = pool.get(b);
           nxt.ptr[k] = w.packPartial(acc.get(), r.count, nxt.buf[k].data());

@@ -1,8 +1,9 @@
 // Chunk-level device codec operations, callable from any kernel by a set of warps (WarpSet):
 // the warps of the set together cover every codec block of the chunk (each warp takes runs of
-// consecutive blocks, interleaved with the other warps of the set). Payloads use the host layout
-// (codes of block b at payload + b*G, scale words at payload + nb*G), so these functions write
-// exactly the bytes of the host codec (src/codecs) for the same input.
+// consecutive blocks, interleaved with the other warps of the set). Whole warps call: all 32
+// lanes, converged, with the same arguments (the tile functions shuffle with the full mask).
+// Payloads use the host layout (codes of block b at payload + b*G, scale words at payload + nb*G),
+// so these functions write exactly the bytes of the host codec (src/codecs) for the same input.
 //
 // encodeChunk / decodeChunk / reduceChunk dispatch at run time on the CodecDesc (codec, FP8
 // format, G) to the tile implementations encodeChunkT / decodeChunkT / reduceChunkT
@@ -200,16 +201,16 @@ __device__ void encodeChunkT(const CodecDesc& d, const typename Tag::T* in, size
   const size_t nb = (n + G - 1) / G;
   const bool inVec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const bool outVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
-  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const size_t base = b * G;
     const bool full = inVec && base + G <= n;
     float v[S::kE1][S::kE0];
     uint32_t q[S::kE1][S::kW];
     loadTile<Tag, S>(in, n, base, lig, full, v);
     const uint32_t w = C::encode(
-        v, [&](float (&x)[S::kE1][S::kE0]) { loadTile<Tag, S>(in, n, base, lig, full, x); }, q,
-        lig, prm);
-    storeCodesTile<S>(payload, nb, b, lig, outVec, q, w);
+        v, [&](float(&x)[S::kE1][S::kE0]) { loadTile<Tag, S>(in, n, base, lig, full, x); }, q, lig,
+        prm);
+    if (valid) storeCodesTile<S>(payload, nb, b, lig, outVec, q, w);
   });
 }
 
@@ -222,13 +223,13 @@ __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t 
   const size_t nb = (n + G - 1) / G;
   const bool inVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
   const bool outVec = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
-  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const size_t base = b * G;
     uint32_t q[S::kE1][S::kW];
     float v[S::kE1][S::kE0];
     const uint32_t w = loadCodesTile<S>(payload, nb, b, lig, inVec, q);
     C::decode(q, w, v, lig, prm);
-    storeTile<Tag, S>(out, n, base, lig, outVec && base + G <= n, v);
+    if (valid) storeTile<Tag, S>(out, n, base, lig, outVec && base + G <= n, v);
   });
 }
 
@@ -244,7 +245,7 @@ template <class Fam, int G, class Tag>
 __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                              const typename Tag::T* selfIn, size_t n, float scale,
                              uint8_t* outPayload, typename Tag::T* userOut, WarpSet ws) {
-  using S = typename TileRun<G, sizeof(typename Tag::T)>::Shape;
+  using S = typename TileRun<G, sizeof(typename Tag::T), COCCL_REDUCE_TILE_ELEMS>::Shape;
   using C = typename Fam::template Tile<S>;
   constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
   const typename C::Params prm = C::params(d);
@@ -257,7 +258,7 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
   const bool typedVec =
       ((reinterpret_cast<uintptr_t>(selfIn) | reinterpret_cast<uintptr_t>(userOut)) & 15u) == 0;
   const int firstPayload = self == 0 ? 1 : 0;
-  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const size_t base = b * G;
     const bool full = base + G <= n;
     float acc[E1][E0];
@@ -312,19 +313,19 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
         for (int e = 0; e < E0; ++e) v[j][e] = acc[j][e];
       const uint32_t wo = C::encode(
           v,
-          [&](float (&x)[E1][E0]) {
+          [&](float(&x)[E1][E0]) {
 #pragma unroll
             for (int j = 0; j < E1; ++j)
 #pragma unroll
               for (int e = 0; e < E0; ++e) x[j][e] = acc[j][e];
           },
           q, lig, prm);
-      storeCodesTile<S>(outPayload, nb, b, lig, codesVec, q, wo);
+      if (valid) storeCodesTile<S>(outPayload, nb, b, lig, codesVec, q, wo);
       if (userOut != nullptr) {  // what every rank will decode from these bytes
         C::decode(q, wo, v, lig, prm);
-        storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, v);
+        if (valid) storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, v);
       }
-    } else if (userOut != nullptr) {
+    } else if (userOut != nullptr && valid) {
       storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, acc);
     }
   });
@@ -332,52 +333,70 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
 
 // ---- run-time dispatch on the codec and G ------------------------------------------------------
 
-#define COCCL_DISPATCH_G(d, CALL)                    \
-  switch ((d).block) {                               \
-    case 32: { constexpr int kG = 32; CALL; } break;   \
-    case 64: { constexpr int kG = 64; CALL; } break;   \
-    case 128: { constexpr int kG = 128; CALL; } break; \
-    case 256: { constexpr int kG = 256; CALL; } break; \
-    case 512: { constexpr int kG = 512; CALL; } break; \
-    default: break;                                  \
+#define COCCL_DISPATCH_G(d, CALL) \
+  switch ((d).block) {            \
+    case 32: {                    \
+      constexpr int kG = 32;      \
+      CALL;                       \
+    } break;                      \
+    case 64: {                    \
+      constexpr int kG = 64;      \
+      CALL;                       \
+    } break;                      \
+    case 128: {                   \
+      constexpr int kG = 128;     \
+      CALL;                       \
+    } break;                      \
+    case 256: {                   \
+      constexpr int kG = 256;     \
+      CALL;                       \
+    } break;                      \
+    case 512: {                   \
+      constexpr int kG = 512;     \
+      CALL;                       \
+    } break;                      \
+    default:                      \
+      break;                      \
   }
 
 // Calls CALL with the type alias kFam set to the codec family of d (nothing for None).
-#define COCCL_DISPATCH_FAMILY(d, CALL)                                   \
-  do {                                                                   \
-    if ((d).kind == ::coccl::CodecKind::Int8) {                          \
-      using kFam = ::coccl::kdev::Int8Family;                            \
-      CALL;                                                              \
-    } else if ((d).kind == ::coccl::CodecKind::Fp8AshDs) {               \
-      if ((d).fp8E5M2) {                                                 \
-        using kFam = ::coccl::kdev::AshFamily<::coccl::kmath::Fp8E5M2>;  \
-        CALL;                                                            \
-      } else {                                                           \
-        using kFam = ::coccl::kdev::AshFamily<::coccl::kmath::Fp8E4M3>;  \
-        CALL;                                                            \
-      }                                                                  \
-    }                                                                    \
+#define COCCL_DISPATCH_FAMILY(d, CALL)                                  \
+  do {                                                                  \
+    if ((d).kind == ::coccl::CodecKind::Int8) {                         \
+      using kFam = ::coccl::kdev::Int8Family;                           \
+      CALL;                                                             \
+    } else if ((d).kind == ::coccl::CodecKind::Fp8AshDs) {              \
+      if ((d).fp8E5M2) {                                                \
+        using kFam = ::coccl::kdev::AshFamily<::coccl::kmath::Fp8E5M2>; \
+        CALL;                                                           \
+      } else {                                                          \
+        using kFam = ::coccl::kdev::AshFamily<::coccl::kmath::Fp8E4M3>; \
+        CALL;                                                           \
+      }                                                                 \
+    }                                                                   \
   } while (0)
 
 template <class Tag>
 __device__ void encodeChunk(const CodecDesc& d, const typename Tag::T* in, size_t n,
                             uint8_t* payload, WarpSet ws) {
-  COCCL_DISPATCH_FAMILY(d, COCCL_DISPATCH_G(d, (encodeChunkT<kFam, kG, Tag>(d, in, n, payload, ws))));
+  COCCL_DISPATCH_FAMILY(d,
+                        COCCL_DISPATCH_G(d, (encodeChunkT<kFam, kG, Tag>(d, in, n, payload, ws))));
 }
 
 template <class Tag>
 __device__ void decodeChunk(const CodecDesc& d, const uint8_t* payload, size_t n,
                             typename Tag::T* out, WarpSet ws) {
-  COCCL_DISPATCH_FAMILY(d, COCCL_DISPATCH_G(d, (decodeChunkT<kFam, kG, Tag>(d, payload, n, out, ws))));
+  COCCL_DISPATCH_FAMILY(d,
+                        COCCL_DISPATCH_G(d, (decodeChunkT<kFam, kG, Tag>(d, payload, n, out, ws))));
 }
 
 template <class Tag>
 __device__ void reduceChunk(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                             const typename Tag::T* selfIn, size_t n, float scale,
                             uint8_t* outPayload, typename Tag::T* userOut, WarpSet ws) {
-  COCCL_DISPATCH_FAMILY(d, COCCL_DISPATCH_G(d, (reduceChunkT<kFam, kG, Tag>(
-                                                   d, ins, p, self, selfIn, n, scale,
-                                                   outPayload, userOut, ws))));
+  COCCL_DISPATCH_FAMILY(
+      d, COCCL_DISPATCH_G(d, (reduceChunkT<kFam, kG, Tag>(d, ins, p, self, selfIn, n, scale,
+                                                          outPayload, userOut, ws))));
 }
 
 }  // namespace kdev

@@ -36,8 +36,8 @@ void decodeAccumulate(const CodecDesc& d, const void* const* ins, int p, size_t 
       using Fam = decltype(fam);
       constexpr int G = decltype(g)::value;
       using Tag = kdev::Fp32Tag;
-      detail::launch<detail::reduceKernel<Fam, G, Tag>>(a, detail::warpsFor<G, Tag>(nb), stream,
-                                                         kWhat);
+      detail::launch<detail::reduceKernel<Fam, G, Tag>>(
+          a, detail::warpsFor<G, Tag, COCCL_REDUCE_TILE_ELEMS>(nb), stream, kWhat);
     });
   });
 }

@@ -63,9 +63,9 @@ void checkDesc(const CodecDesc& d, const char* what) {
   if (d.kind == CodecKind::None) return;
   COCCL_CHECK_ARG(d.kind == CodecKind::Int8 || d.kind == CodecKind::Fp8AshDs,
                   "%s: unknown codec kind %d", what, static_cast<int>(d.kind));
-  COCCL_CHECK_ARG(d.block == 32 || d.block == 64 || d.block == 128 || d.block == 256 ||
-                      d.block == 512,
-                  "%s: block %d (32, 64, 128, 256 or 512)", what, static_cast<int>(d.block));
+  COCCL_CHECK_ARG(
+      d.block == 32 || d.block == 64 || d.block == 128 || d.block == 256 || d.block == 512,
+      "%s: block %d (32, 64, 128, 256 or 512)", what, static_cast<int>(d.block));
 }
 
 void checkCodecType(const CodecDesc& d, cocclDataType_t dt, const char* what) {
@@ -103,8 +103,8 @@ void noneCopy(const void* in, void* out, size_t bytes, cudaStream_t stream, cons
 void noneReduce(const void* const* ins, int p, int self, const void* selfIn, cocclDataType_t dt,
                 size_t n, float scale, bool accumulate, void* out, void* decoded,
                 cudaStream_t stream, const char* what) {
-  COCCL_CHECK_ARG(isReduceType(dt), "%s: none: data type %d not supported (fp32, fp16, bf16)",
-                  what, static_cast<int>(dt));
+  COCCL_CHECK_ARG(isReduceType(dt), "%s: none: data type %d not supported (fp32, fp16, bf16)", what,
+                  static_cast<int>(dt));
   NoneArgs a{};
   for (int r = 0; r < p; ++r) a.ins[r] = r == self ? nullptr : ins[r];
   a.p = p;

@@ -23,6 +23,18 @@ namespace detail {
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerCta = kThreads / 32;
+// Resident CTAs a multiprocessor the register allocation must allow (__launch_bounds__):
+// 3 x 256 threads (80 registers, 24 warps an SM: 48 KB of encode input loads in flight)
+// for the codec kernels, and 2 (128 registers) for the reductions. ptxas -v shows no spills at
+// these limits except a few bytes for G = 512.
+#ifndef COCCL_KERNELS_CODEC_MIN_CTAS
+#define COCCL_KERNELS_CODEC_MIN_CTAS 3
+#endif
+#ifndef COCCL_KERNELS_REDUCE_MIN_CTAS
+#define COCCL_KERNELS_REDUCE_MIN_CTAS 2
+#endif
+constexpr int kCodecMinCtas = COCCL_KERNELS_CODEC_MIN_CTAS;
+constexpr int kReduceMinCtas = COCCL_KERNELS_REDUCE_MIN_CTAS;
 
 struct EncodeArgs {
   CodecDesc d;
@@ -57,19 +69,20 @@ __device__ __forceinline__ kdev::WarpSet gridWarps() {
 }
 
 template <class Fam, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) encodeKernel(const EncodeArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) encodeKernel(const EncodeArgs a) {
   kdev::encodeChunkT<Fam, G, Tag>(a.d, static_cast<const typename Tag::T*>(a.in), a.n, a.out,
                                   gridWarps());
 }
 
 template <class Fam, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) decodeKernel(const DecodeArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) decodeKernel(const DecodeArgs a) {
   kdev::decodeChunkT<Fam, G, Tag>(a.d, a.in, a.n, static_cast<typename Tag::T*>(a.out),
                                   gridWarps());
 }
 
 template <class Fam, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) reduceKernel(const __grid_constant__ ReduceArgs a) {
+__global__ void __launch_bounds__(kThreads, kReduceMinCtas)
+    reduceKernel(const __grid_constant__ ReduceArgs a) {
   kdev::reduceChunkT<Fam, G, Tag>(a.d, a.ins, a.p, a.self,
                                   static_cast<const typename Tag::T*>(a.selfIn), a.n, a.scale,
                                   a.out, static_cast<typename Tag::T*>(a.userOut), gridWarps());
@@ -105,10 +118,11 @@ void launch(const Args& args, size_t warps, cudaStream_t stream, const char* wha
             what);
 }
 
-// Warps covering the nb blocks of a chunk in one iteration each.
-template <int G, class Tag>
+// Warps covering the nb blocks of a chunk in one iteration each (Elems: the kernel's lane
+// elements, COCCL_REDUCE_TILE_ELEMS for reduceKernel).
+template <int G, class Tag, int Elems = COCCL_TILE_ELEMS>
 size_t warpsFor(size_t nb) {
-  constexpr int kPerWarp = 32 / kdev::TileRun<G, sizeof(typename Tag::T)>::Shape::kL;
+  constexpr int kPerWarp = 32 / kdev::TileRun<G, sizeof(typename Tag::T), Elems>::Shape::kL;
   return (nb + kPerWarp - 1) / kPerWarp;
 }
 

@@ -16,8 +16,7 @@ void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int s
   if (self >= 0) detail::checkPtr(selfIn, "selfIn", kWhat);
   detail::checkPtr(out, "out", kWhat);
   if (d.kind == CodecKind::None) {
-    detail::noneReduce(ins, p, self, selfIn, dt, count, scale, false, out, decoded, stream,
-                       kWhat);
+    detail::noneReduce(ins, p, self, selfIn, dt, count, scale, false, out, decoded, stream, kWhat);
     return;
   }
   detail::ReduceArgs a{};
@@ -37,8 +36,8 @@ void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int s
         using Fam = decltype(fam);
         constexpr int G = decltype(g)::value;
         using Tag = decltype(tag);
-        detail::launch<detail::reduceKernel<Fam, G, Tag>>(a, detail::warpsFor<G, Tag>(nb),
-                                                           stream, kWhat);
+        detail::launch<detail::reduceKernel<Fam, G, Tag>>(
+            a, detail::warpsFor<G, Tag, COCCL_REDUCE_TILE_ELEMS>(nb), stream, kWhat);
       });
     });
   });

@@ -61,37 +61,35 @@ __device__ __forceinline__ void storeF32(float* y, size_t base, int lig,
           make_float4(v[j][e], v[j][e + 1], v[j][e + 2], v[j][e + 3]);
 }
 
+// Kernels whose shuffles run in every lane (the whole warp calls the tile functions); per-block
+// outcomes are selected per lane, and only valid groups store.
 template <class F, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) statsKernel(const UnfusedArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) statsKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   using Fmt = kmath::AshFormat<F>;
   const auto* in = static_cast<const typename Tag::T*>(a.in);
   const size_t nb = (a.n + G - 1) / G;
   const bool vec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const kdev::WarpSet ws = gridWarps();
-  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     float v[S::kE1][S::kE0];
     kdev::loadTile<Tag, S>(in, a.n, b * G, lig, vec && b * G + G <= a.n, v);
     const float amax = kdev::groupMaxAbs<S::kL>(kdev::tileMaxAbs<S>(v));
-    float alpha = 0.0f;
-    if (!kdev::blockIsRaw(amax)) {
-      const float e = kdev::tileEnergy<S>(v);
-      alpha = kdev::tileAlpha<G>(e, Fmt::kQmax, a.d.lambda, a.d.alphaMin, a.d.alphaMax);
-    }
-    if (lig == 0) a.s.alpha[b] = alpha;
+    const float e = kdev::tileEnergy<S>(v);
+    const float alpha = kdev::tileAlpha<G>(e, Fmt::kQmax, a.d.lambda, a.d.alphaMin, a.d.alphaMax);
+    if (valid && lig == 0) a.s.alpha[b] = kdev::blockIsRaw(amax) ? 0.0f : alpha;
   });
 }
 
 template <class F, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) transformKernel(const UnfusedArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) transformKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   const auto* in = static_cast<const typename Tag::T*>(a.in);
   const size_t nb = (a.n + G - 1) / G;
   const bool vec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const kdev::WarpSet ws = gridWarps();
-  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const float alpha = a.s.alpha[b];
-    if (alpha == 0.0f) return;
     float v[S::kE1][S::kE0];
     kdev::loadTile<Tag, S>(in, a.n, b * G, lig, vec && b * G + G <= a.n, v);
 #pragma unroll
@@ -99,41 +97,41 @@ __global__ void __launch_bounds__(kThreads) transformKernel(const UnfusedArgs a)
 #pragma unroll
       for (int e = 0; e < S::kE0; ++e) v[j][e] = kmath::mulRn(alpha, v[j][e]);
     kdev::tileFwht<S>(v, lig);
-    storeF32<S>(a.s.y, b * G, lig, v);
+    if (valid && alpha != 0.0f) storeF32<S>(a.s.y, b * G, lig, v);
   });
 }
 
 template <class F, int G>
-__global__ void __launch_bounds__(kThreads) scaleKernel(const UnfusedArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) scaleKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, 4>::Shape;
   using Fmt = kmath::AshFormat<F>;
   const size_t nb = (a.n + G - 1) / G;
   const kdev::WarpSet ws = gridWarps();
-  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const float alpha = a.s.alpha[b];
-    float inv = 0.0f;
-    uint32_t word = 0;
+    float v[S::kE1][S::kE0];
     if (alpha != 0.0f) {
-      float v[S::kE1][S::kE0];
       loadF32<S>(a.s.y, b * G, lig, v);
-      const float m = kdev::groupMaxAbs<S::kL>(kdev::tileMaxAbs<S>(v));
-      const float i = kmath::divRn(Fmt::kQmax, m);
-      const float c = kmath::decodeMultiplier(m, Fmt::kQmax, 1.0f / static_cast<float>(G),
-                                              kdev::invPow2(alpha));
-      if (kmath::scalesUsable(m, i, c)) {
-        inv = i;
-        word = kmath::floatBits(c);
-      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < S::kE1; ++j)
+#pragma unroll
+        for (int e = 0; e < S::kE0; ++e) v[j][e] = 0.0f;
     }
-    if (lig == 0) {
-      a.s.inv[b] = inv;
-      a.s.word[b] = word;
+    const float m = kdev::groupMaxAbs<S::kL>(kdev::tileMaxAbs<S>(v));
+    const float i = kmath::divRn(Fmt::kQmax, m);
+    const float c =
+        kmath::decodeMultiplier(m, Fmt::kQmax, 1.0f / static_cast<float>(G), kdev::invPow2(alpha));
+    const bool ok = alpha != 0.0f && kmath::scalesUsable(m, i, c);
+    if (valid && lig == 0) {
+      a.s.inv[b] = ok ? i : 0.0f;
+      a.s.word[b] = ok ? kmath::floatBits(c) : 0u;
     }
   });
 }
 
 template <class F, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) castKernel(const UnfusedArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) castKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   const auto* in = static_cast<const typename Tag::T*>(a.in);
   auto* payload = static_cast<uint8_t*>(a.out);
@@ -141,60 +139,66 @@ __global__ void __launch_bounds__(kThreads) castKernel(const UnfusedArgs a) {
   const bool vec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const bool outVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
   const kdev::WarpSet ws = gridWarps();
-  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const float inv = a.s.inv[b];
+    const bool raw = inv == 0.0f;
     float v[S::kE1][S::kE0];
     uint32_t q[S::kE1][S::kW];
-    uint32_t word;
-    if (inv != 0.0f) {
+    uint32_t word = a.s.word[b];
+    if (raw)
+      kdev::loadTile<Tag, S>(in, a.n, b * G, lig, vec && b * G + G <= a.n, v);
+    else
       loadF32<S>(a.s.y, b * G, lig, v);
+    if (__any_sync(kdev::kFullMask, raw)) {
+      const float r = kmath::rawScale(kdev::groupMaxAbsFinite<S>(v), kmath::AshFormat<F>::kRawR);
+      if (raw) {
+        kdev::TileAsh<F, S>::rawCodes(v, r, q);
+        word = kmath::rawWord(r);
+      }
+    }
+    if (!raw) {
 #pragma unroll
       for (int j = 0; j < S::kE1; ++j)
 #pragma unroll
         for (int w = 0; w < S::kW; ++w) {
           const float* y = &v[j][4 * w];
-          q[j][w] = kdev::packHalves(
-              kdev::f32x2ToFp8x2<F>(kmath::mulRn(y[0], inv), kmath::mulRn(y[1], inv)),
-              kdev::f32x2ToFp8x2<F>(kmath::mulRn(y[2], inv), kmath::mulRn(y[3], inv)));
+          q[j][w] = kdev::f32x4ToFp8x4<F>(kmath::mulRn(y[0], inv), kmath::mulRn(y[1], inv),
+                                          kmath::mulRn(y[2], inv), kmath::mulRn(y[3], inv));
         }
-      word = a.s.word[b];
-    } else {
-      kdev::loadTile<Tag, S>(in, a.n, b * G, lig, vec && b * G + G <= a.n, v);
-      word = kdev::TileAsh<F, S>::encodeRaw(v, q);
     }
-    kdev::storeCodesTile<S>(payload, nb, b, lig, outVec, q, word);
+    if (valid) kdev::storeCodesTile<S>(payload, nb, b, lig, outVec, q, word);
   });
 }
 
 template <class F, int G>
-__global__ void __launch_bounds__(kThreads) dequantKernel(const UnfusedArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) dequantKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, 4>::Shape;
   using C = kdev::TileAsh<F, S>;
   const auto* payload = static_cast<const uint8_t*>(a.in);
   const size_t nb = (a.n + G - 1) / G;
   const bool vec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
   const kdev::WarpSet ws = gridWarps();
-  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     uint32_t q[S::kE1][S::kW];
     float v[S::kE1][S::kE0];
     const uint32_t word = kdev::loadCodesTile<S>(payload, nb, b, lig, vec, q);
-    if (kmath::isRawWord(word)) {
-      C::decode(q, word, v, lig, typename C::Params{});  // RAW: final values
-    } else {
+    C::dequant(q, v);
+    if (kmath::isRawWord(word)) {  // RAW blocks: the final values (no shuffles on this path)
+      const float r = kmath::rawScaleFromWord(word);
 #pragma unroll
       for (int j = 0; j < S::kE1; ++j)
 #pragma unroll
-        for (int w = 0; w < S::kW; ++w) {
-          kdev::fp8x2ToF32<F>(q[j][w], v[j][4 * w], v[j][4 * w + 1]);
-          kdev::fp8x2ToF32<F>(q[j][w] >> 16, v[j][4 * w + 2], v[j][4 * w + 3]);
+        for (int e = 0; e < S::kE0; ++e) {
+          const uint32_t code = (q[j][e / 4] >> (8 * (e % 4))) & 0xffu;
+          v[j][e] = kmath::ashDecodeRawElem<F>(static_cast<uint8_t>(code), r);
         }
     }
-    storeF32<S>(a.s.y, b * G, lig, v);
+    if (valid) storeF32<S>(a.s.y, b * G, lig, v);
   });
 }
 
 template <class F, int G, class Tag>
-__global__ void __launch_bounds__(kThreads) finishKernel(const UnfusedArgs a) {
+__global__ void __launch_bounds__(kThreads, kCodecMinCtas) finishKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   const auto* payload = static_cast<const uint8_t*>(a.in);
   auto* out = static_cast<typename Tag::T*>(a.out);
@@ -202,21 +206,26 @@ __global__ void __launch_bounds__(kThreads) finishKernel(const UnfusedArgs a) {
   const bool vec = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
   const bool wordVec = (reinterpret_cast<uintptr_t>(payload) & 3u) == 0;
   const kdev::WarpSet ws = gridWarps();
-  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig) {
+  kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const uint8_t* wp = payload + nb * G + 4 * b;
     const uint32_t word = wordVec ? *reinterpret_cast<const uint32_t*>(wp)
                                   : kdev::packBytes4(wp[0], wp[1], wp[2], wp[3]);
-    float v[S::kE1][S::kE0];
+    const bool raw = kmath::isRawWord(word);
+    float v[S::kE1][S::kE0], t[S::kE1][S::kE0];
     loadF32<S>(a.s.y, b * G, lig, v);
-    if (!kmath::isRawWord(word)) {
-      kdev::tileFwht<S>(v, lig);
+#pragma unroll
+    for (int j = 0; j < S::kE1; ++j)
+#pragma unroll
+      for (int e = 0; e < S::kE0; ++e) t[j][e] = v[j][e];
+    kdev::tileFwht<S>(t, lig);
+    if (!raw) {
       const float c = kmath::bitsFloat(word);
 #pragma unroll
       for (int j = 0; j < S::kE1; ++j)
 #pragma unroll
-        for (int e = 0; e < S::kE0; ++e) v[j][e] = kmath::mulRn(v[j][e], c);
+        for (int e = 0; e < S::kE0; ++e) v[j][e] = kmath::mulRn(t[j][e], c);
     }
-    kdev::storeTile<Tag, S>(out, a.n, b * G, lig, vec && b * G + G <= a.n, v);
+    if (valid) kdev::storeTile<Tag, S>(out, a.n, b * G, lig, vec && b * G + G <= a.n, v);
   });
 }
 
@@ -245,8 +254,8 @@ size_t unfusedScratchBytes(const CodecDesc& d, size_t count) {
   return nb * g * sizeof(float) + nb * (2 * sizeof(float) + sizeof(uint32_t));
 }
 
-void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_t count,
-                   void* out, void* scratch, cudaStream_t stream) {
+void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_t count, void* out,
+                   void* scratch, cudaStream_t stream) {
   constexpr const char* kWhat = "kernels::encodeUnfused";
   detail::checkUnfused(d, dt, kWhat);
   if (count == 0) return;
@@ -264,16 +273,16 @@ void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_
         const size_t w = detail::warpsFor<G, Tag>(nb);
         detail::launch<detail::statsKernel<F, G, Tag>>(a, w, stream, kWhat);
         detail::launch<detail::transformKernel<F, G, Tag>>(a, w, stream, kWhat);
-        detail::launch<detail::scaleKernel<F, G>>(a, detail::warpsFor<G, kdev::Fp32Tag>(nb),
-                                                  stream, kWhat);
+        detail::launch<detail::scaleKernel<F, G>>(a, detail::warpsFor<G, kdev::Fp32Tag>(nb), stream,
+                                                  kWhat);
         detail::launch<detail::castKernel<F, G, Tag>>(a, w, stream, kWhat);
       });
     });
   });
 }
 
-void decodeUnfused(const CodecDesc& d, const void* in, size_t count, cocclDataType_t dt,
-                   void* out, void* scratch, cudaStream_t stream) {
+void decodeUnfused(const CodecDesc& d, const void* in, size_t count, cocclDataType_t dt, void* out,
+                   void* scratch, cudaStream_t stream) {
   constexpr const char* kWhat = "kernels::decodeUnfused";
   detail::checkUnfused(d, dt, kWhat);
   if (count == 0) return;

@@ -68,7 +68,9 @@ __device__ __forceinline__ float maxAbsNan(float a, float b) {
 
 // ---- input element -> fp32 ------------------------------------------------------------------
 
-__device__ __forceinline__ float bf16BitsToF32(uint32_t h) { return kmath::bitsFloat(h << 16); }
+__device__ __forceinline__ float bf16BitsToF32(uint32_t h) {
+  return kmath::bitsFloat(h << 16);
+}
 
 __device__ __forceinline__ float fp16BitsToF32(uint16_t h) {
 #if COCCL_KDEV_HW_CVT
@@ -126,6 +128,34 @@ __device__ __forceinline__ uint32_t f32x2ToFp8x2(float lo, float hi) {
 #else
   return static_cast<uint32_t>(kmath::floatToFp8SatNonNan<F>(lo)) |
          (static_cast<uint32_t>(kmath::floatToFp8SatNonNan<F>(hi)) << 8);
+#endif
+}
+
+// Four non-NaN values -> four codes (a in bits 0..7, ..., d in bits 24..31).
+template <class F>
+__device__ __forceinline__ uint32_t f32x4ToFp8x4(float a, float b, float c, float d) {
+#if COCCL_KDEV_HW_FP8
+  uint32_t r;
+  if constexpr (F::kMantBits == 3)
+    asm("{\n\t.reg .b16 lo, hi;\n\t"
+        "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
+        "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
+        "mov.b32 %0, {lo, hi};\n\t}"
+        : "=r"(r)
+        : "f"(a), "f"(b), "f"(c), "f"(d));
+  else
+    asm("{\n\t.reg .b16 lo, hi;\n\t"
+        "cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n\t"
+        "cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n\t"
+        "mov.b32 %0, {lo, hi};\n\t}"
+        : "=r"(r)
+        : "f"(a), "f"(b), "f"(c), "f"(d));
+  return r;
+#else
+  return static_cast<uint32_t>(kmath::floatToFp8SatNonNan<F>(a)) |
+         (static_cast<uint32_t>(kmath::floatToFp8SatNonNan<F>(b)) << 8) |
+         (static_cast<uint32_t>(kmath::floatToFp8SatNonNan<F>(c)) << 16) |
+         (static_cast<uint32_t>(kmath::floatToFp8SatNonNan<F>(d)) << 24);
 #endif
 }
 

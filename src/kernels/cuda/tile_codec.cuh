@@ -18,9 +18,12 @@
 // three IEEE divisions) is paid once per 1024 elements a warp, and every load is a 16-byte
 // vector, the L lanes of a group reading L * 16 contiguous bytes.
 //
-// The lanes of one block (a group) execute its shuffles together, masked to the group; groups
-// of a warp may take different branches (RAW / transform). Codes are kept packed, four per
-// 32-bit word, code e of a run in byte e % 4 of word e / 4.
+// Convergence: every function here is called by all 32 lanes of a warp together (each L-lane
+// group with its own block): shuffles use the full mask, and every branch around a shuffle is
+// warp-uniform (__all_sync / __any_sync over the groups' RAW decisions), so the compiler emits
+// plain SHFL.BFLY with no divergence handling. Per-group outcomes (RAW or transform) are
+// selected per lane after the shared work. Codes are kept packed, four per 32-bit word, code e
+// of a run in byte e % 4 of word e / 4.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,10 +34,15 @@
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/warp_codec.cuh"
 
-// Elements each lane holds of one block (capped at G). 32 balances registers against
-// per-block scalar work and shuffles; a compile-time knob for experiments.
+// Elements each lane holds of one block (capped at G): encode / decode hold 32 (the per-block
+// scalar work, a sqrt and three IEEE divisions, is paid once per 1024 elements a warp, and G=128
+// needs two lane stages); the reductions, which keep an accumulator, a decoded input and the
+// tile being encoded live at once, hold 16. Compile-time knobs for experiments.
 #ifndef COCCL_TILE_ELEMS
 #define COCCL_TILE_ELEMS 32
+#endif
+#ifndef COCCL_REDUCE_TILE_ELEMS
+#define COCCL_REDUCE_TILE_ELEMS 16
 #endif
 
 namespace coccl {
@@ -51,11 +59,12 @@ struct TileShape {
   __device__ __forceinline__ static int runStart(int j, int k) { return (j * kL + k) * E0; }
 };
 
-// The tile shape for a block of G elements of a type of TBytes bytes: 16-byte runs.
-template <int G, int TBytes>
+// The tile shape for a block of G elements of a type of TBytes bytes: 16-byte runs, Elems
+// elements a lane.
+template <int G, int TBytes, int Elems = COCCL_TILE_ELEMS>
 struct TileRun {
   static constexpr int E0 = 16 / TBytes;
-  static constexpr int E = COCCL_TILE_ELEMS < G ? COCCL_TILE_ELEMS : G;
+  static constexpr int E = Elems < G ? (Elems > E0 ? Elems : E0) : G;
   static constexpr int E1 = E / E0 > 0 ? E / E0 : 1;
   using Shape = TileShape<G, E0, E1>;
 };
@@ -73,14 +82,31 @@ __device__ __forceinline__ float treeSum(float (&t)[N]) {
   return t[0];
 }
 
+// Reductions over the L lanes of each group (xor offsets below L stay inside the group); the
+// whole warp calls them.
 template <int L>
 __device__ __forceinline__ float groupMaxAbs(float m) {
-  if constexpr (L > 1) {
-    const unsigned mask = groupMask<L>();
 #pragma unroll
-    for (int off = 1; off < L; off <<= 1) m = maxAbsNan(m, __shfl_xor_sync(mask, m, off));
-  }
+  for (int off = 1; off < L; off <<= 1) m = maxAbsNan(m, __shfl_xor_sync(kFullMask, m, off));
   return m;
+}
+
+// Butterfly sum over lane bits, lowest first (a + b == b + a: the same value in every lane).
+template <int L>
+__device__ __forceinline__ float groupSum(float s) {
+#pragma unroll
+  for (int off = 1; off < L; off <<= 1) s = kmath::addRn(s, __shfl_xor_sync(kFullMask, s, off));
+  return s;
+}
+
+template <int L>
+__device__ __forceinline__ uint32_t groupMaxBits(uint32_t v) {
+#pragma unroll
+  for (int off = 1; off < L; off <<= 1) {
+    const uint32_t o = __shfl_xor_sync(kFullMask, v, off);
+    v = o > v ? o : v;
+  }
+  return v;
 }
 
 // max |v| over the lane's tile, NaN if any element is NaN.
@@ -119,7 +145,7 @@ __device__ __forceinline__ float tileEnergy(const float (&v)[S::kE1][S::kE0]) {
     s[j] = treeSum(t);
   }
 #pragma unroll
-  for (int j = 0; j < S::kE1; ++j) s[j] = groupSumTree<S::kL>(s[j]);
+  for (int j = 0; j < S::kE1; ++j) s[j] = groupSum<S::kL>(s[j]);
   return treeSum(s);
 }
 
@@ -142,7 +168,6 @@ __device__ __forceinline__ void tileFwht(float (&v)[S::kE1][S::kE0], int lig) {
     }
   }
   if constexpr (S::kL > 1) {
-    const unsigned mask = groupMask<S::kL>();
 #pragma unroll
     for (int off = 1; off < S::kL; off <<= 1) {
       // low side: v + other; high side: other - v (= other + (-1) * v, one rounding)
@@ -151,7 +176,7 @@ __device__ __forceinline__ void tileFwht(float (&v)[S::kE1][S::kE0], int lig) {
       for (int j = 0; j < S::kE1; ++j) {
 #pragma unroll
         for (int e = 0; e < S::kE0; ++e) {
-          const float other = __shfl_xor_sync(mask, v[j][e], off);
+          const float other = __shfl_xor_sync(kFullMask, v[j][e], off);
           v[j][e] = __fmaf_rn(v[j][e], sg, other);
         }
       }
@@ -185,7 +210,7 @@ __device__ __forceinline__ float groupMaxAbsFinite(const float (&x)[S::kE1][S::k
       m = a > m ? a : m;
     }
   }
-  return kmath::bitsFloat(groupMaxU<S::kL>(static_cast<uint32_t>(m)));
+  return kmath::bitsFloat(groupMaxBits<S::kL>(static_cast<uint32_t>(m)));
 }
 
 // ---- scale math ---------------------------------------------------------------------------
@@ -230,47 +255,57 @@ struct TileAsh {
     return Params{d.lambda, d.alphaMin, d.alphaMax};
   }
 
-  // Encodes the group's block held in v (clobbered). reload(v) must put the block's input
-  // back into v (only called when a block falls back to RAW after the transform). Writes the
-  // lane's packed codes to q and returns the scale word (the same in every lane of the group).
+  // Encodes each group's block held in v (clobbered). reload(v) must put the lane's input back
+  // into v (called by the lanes of RAW blocks after the shared transform). Writes the lane's
+  // packed codes to q and returns the block's scale word (the same in every lane of a group).
   template <class Reload>
   __device__ __forceinline__ static uint32_t encode(float (&v)[E1][E0], Reload&& reload,
                                                     uint32_t (&q)[E1][W], int lig,
                                                     const Params& p) {
     using namespace kmath;
     const float amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
-    if (blockIsRaw(amax)) return encodeRaw(v, q);
-    const float alpha =
-        tileAlpha<G>(tileEnergy<S>(v), Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
+    bool raw = blockIsRaw(amax);
+    float inv = 0.0f, c = 0.0f;
+    if (!__all_sync(kFullMask, raw)) {
+      const float alpha =
+          tileAlpha<G>(tileEnergy<S>(v), Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
 #pragma unroll
-    for (int j = 0; j < E1; ++j)
+      for (int j = 0; j < E1; ++j)
 #pragma unroll
-      for (int e = 0; e < E0; ++e) v[j][e] = mulRn(alpha, v[j][e]);
-    tileFwht<S>(v, lig);
-    const float m = groupMaxAbs<L>(tileMaxAbs<S>(v));
-    const float inv = divRn(Fmt::kQmax, m);
-    const float c =
-        decodeMultiplier(m, Fmt::kQmax, 1.0f / static_cast<float>(G), invPow2(alpha));
-    if (!scalesUsable(m, inv, c)) {
-      reload(v);
-      return encodeRaw(v, q);
+        for (int e = 0; e < E0; ++e) v[j][e] = mulRn(alpha, v[j][e]);
+      tileFwht<S>(v, lig);
+      const float m = groupMaxAbs<L>(tileMaxAbs<S>(v));
+      inv = divRn(Fmt::kQmax, m);
+      c = decodeMultiplier(m, Fmt::kQmax, 1.0f / static_cast<float>(G), invPow2(alpha));
+      raw = raw || !scalesUsable(m, inv, c);
+      if (raw) reload(v);
     }
-#pragma unroll
-    for (int j = 0; j < E1; ++j) {
-#pragma unroll
-      for (int w = 0; w < W; ++w) {
-        const float* y = &v[j][4 * w];
-        q[j][w] = packHalves(f32x2ToFp8x2<F>(mulRn(y[0], inv), mulRn(y[1], inv)),
-                             f32x2ToFp8x2<F>(mulRn(y[2], inv), mulRn(y[3], inv)));
+    uint32_t word = floatBits(c);
+    if (__any_sync(kFullMask, raw)) {
+      const float r = rawScale(groupMaxAbsFinite<S>(v), Fmt::kRawR);
+      if (raw) {
+        rawCodes(v, r, q);
+        word = rawWord(r);
       }
     }
-    return floatBits(c);
+    if (!raw) {
+#pragma unroll
+      for (int j = 0; j < E1; ++j) {
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          const float* y = &v[j][4 * w];
+          q[j][w] = f32x4ToFp8x4<F>(mulRn(y[0], inv), mulRn(y[1], inv), mulRn(y[2], inv),
+                                    mulRn(y[3], inv));
+        }
+      }
+    }
+    return word;
   }
 
-  __device__ __forceinline__ static uint32_t encodeRaw(const float (&x)[E1][E0],
-                                                    uint32_t (&q)[E1][W]) {
+  // The RAW codes of the lane's elements x for the block's raw scale r (kmath::ashEncodeRaw).
+  __device__ __forceinline__ static void rawCodes(const float (&x)[E1][E0], float r,
+                                                  uint32_t (&q)[E1][W]) {
     using namespace kmath;
-    const float r = rawScale(groupMaxAbsFinite<S>(x), Fmt::kRawR);
 #pragma unroll
     for (int j = 0; j < E1; ++j) {
 #pragma unroll
@@ -298,12 +333,17 @@ struct TileAsh {
         q[j][w] = packBytes4(c[0], c[1], c[2], c[3]);
       }
     }
-    return rawWord(r);
   }
 
-  __device__ __forceinline__ static void decode(const uint32_t (&q)[E1][W], uint32_t word,
-                                                float (&out)[E1][E0], int lig, const Params&) {
-    using namespace kmath;
+  // RAW encode of every group's block (the whole warp calls; used by the unfused kernels).
+  __device__ __forceinline__ static uint32_t encodeRaw(const float (&x)[E1][E0],
+                                                       uint32_t (&q)[E1][W]) {
+    const float r = kmath::rawScale(groupMaxAbsFinite<S>(x), Fmt::kRawR);
+    rawCodes(x, r, q);
+    return kmath::rawWord(r);
+  }
+
+  __device__ __forceinline__ static void dequant(const uint32_t (&q)[E1][W], float (&out)[E1][E0]) {
 #pragma unroll
     for (int j = 0; j < E1; ++j) {
 #pragma unroll
@@ -312,7 +352,24 @@ struct TileAsh {
         fp8x2ToF32<F>(q[j][w] >> 16, out[j][4 * w + 2], out[j][4 * w + 3]);
       }
     }
-    if (isRawWord(word)) {  // the same word in every lane of the group
+  }
+
+  // Decodes each group's block (codes q, scale word `word`) into out (fp32).
+  __device__ __forceinline__ static void decode(const uint32_t (&q)[E1][W], uint32_t word,
+                                                float (&out)[E1][E0], int lig, const Params&) {
+    using namespace kmath;
+    const bool raw = isRawWord(word);  // the same word in every lane of a group
+    dequant(q, out);
+    if (!__all_sync(kFullMask, raw)) {
+      tileFwht<S>(out, lig);
+      const float c = bitsFloat(word);
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
+      if (raw) dequant(q, out);  // the shared transform clobbered it
+    }
+    if (raw) {
       const float r = rawScaleFromWord(word);
 #pragma unroll
       for (int j = 0; j < E1; ++j) {
@@ -328,14 +385,7 @@ struct TileAsh {
           out[j][e] = z;
         }
       }
-      return;
     }
-    tileFwht<S>(out, lig);
-    const float c = bitsFloat(word);
-#pragma unroll
-    for (int j = 0; j < E1; ++j)
-#pragma unroll
-      for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
   }
 };
 
@@ -356,45 +406,57 @@ struct TileInt8 {
                                                     const Params& p) {
     using namespace kmath;
     const float amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
-    if (blockIsRaw(amax)) return encodeRaw(v, q);
-    float m, c;
-    if (p.rotate) {
-      const float alpha =
-          tileAlpha<G>(tileEnergy<S>(v), K::kQmax, K::kLambda, K::kAlphaMin, K::kAlphaMax);
+    bool raw = blockIsRaw(amax);
+    float inv = 0.0f, c = 0.0f;
+    if (!__all_sync(kFullMask, raw)) {
+      float m;
+      if (p.rotate) {
+        const float alpha =
+            tileAlpha<G>(tileEnergy<S>(v), K::kQmax, K::kLambda, K::kAlphaMin, K::kAlphaMax);
 #pragma unroll
-      for (int j = 0; j < E1; ++j)
+        for (int j = 0; j < E1; ++j)
 #pragma unroll
-        for (int e = 0; e < E0; ++e) v[j][e] = mulRn(alpha, v[j][e]);
-      tileFwht<S>(v, lig);
-      m = groupMaxAbs<L>(tileMaxAbs<S>(v));
-      c = decodeMultiplier(m, K::kQmax, 1.0f / static_cast<float>(G), invPow2(alpha));
-    } else {
-      m = amax;
-      c = divRn(m, K::kQmax);
+          for (int e = 0; e < E0; ++e) v[j][e] = mulRn(alpha, v[j][e]);
+        tileFwht<S>(v, lig);
+        m = groupMaxAbs<L>(tileMaxAbs<S>(v));
+        c = decodeMultiplier(m, K::kQmax, 1.0f / static_cast<float>(G), invPow2(alpha));
+      } else {
+        m = amax;
+        c = divRn(m, K::kQmax);
+      }
+      inv = divRn(K::kQmax, m);
+      const bool late = !raw && !scalesUsable(m, inv, c);
+      if (p.rotate && (raw || late)) reload(v);  // without rotation v still holds x
+      raw = raw || late;
     }
-    const float inv = divRn(K::kQmax, m);
-    if (!scalesUsable(m, inv, c)) {
-      reload(v);
-      return encodeRaw(v, q);
-    }
-#pragma unroll
-    for (int j = 0; j < E1; ++j) {
-#pragma unroll
-      for (int w = 0; w < W; ++w) {
-        uint32_t c4[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          c4[i] = static_cast<uint32_t>(clampI32(rneInt(mulRn(v[j][4 * w + i], inv)), -127, 127));
-        q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
+    uint32_t word = floatBits(c);
+    if (__any_sync(kFullMask, raw)) {
+      const float r = rawScale(groupMaxAbsFinite<S>(v), K::kRawR);
+      if (raw) {
+        rawCodes(v, r, q);
+        word = rawWord(r);
       }
     }
-    return floatBits(c);
+    if (!raw) {
+#pragma unroll
+      for (int j = 0; j < E1; ++j) {
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          uint32_t c4[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            c4[i] = static_cast<uint32_t>(clampI32(rneInt(mulRn(v[j][4 * w + i], inv)), -127, 127));
+          q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
+        }
+      }
+    }
+    return word;
   }
 
-  __device__ __forceinline__ static uint32_t encodeRaw(const float (&x)[E1][E0],
-                                                    uint32_t (&q)[E1][W]) {
+  // kmath::int8EncodeRaw's codes for the block's raw scale r.
+  __device__ __forceinline__ static void rawCodes(const float (&x)[E1][E0], float r,
+                                                  uint32_t (&q)[E1][W]) {
     using namespace kmath;
-    const float r = rawScale(groupMaxAbsFinite<S>(x), K::kRawR);
 #pragma unroll
     for (int j = 0; j < E1; ++j) {
 #pragma unroll
@@ -419,32 +481,39 @@ struct TileInt8 {
         q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
       }
     }
-    return rawWord(r);
+  }
+
+  __device__ __forceinline__ static void dequant(const uint32_t (&q)[E1][W], float (&out)[E1][E0]) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e)
+        out[j][e] = static_cast<float>(static_cast<int8_t>(q[j][e / 4] >> (8 * (e % 4))));
   }
 
   __device__ __forceinline__ static void decode(const uint32_t (&q)[E1][W], uint32_t word,
                                                 float (&out)[E1][E0], int lig, const Params& p) {
     using namespace kmath;
-    if (isRawWord(word)) {
+    const bool raw = isRawWord(word);
+    dequant(q, out);
+    if (p.rotate && !__all_sync(kFullMask, raw)) {
+      tileFwht<S>(out, lig);
+      if (raw) dequant(q, out);
+    }
+    if (raw) {
       const float r = rawScaleFromWord(word);
 #pragma unroll
       for (int j = 0; j < E1; ++j)
 #pragma unroll
         for (int e = 0; e < E0; ++e)
           out[j][e] = int8DecodeRawElem(static_cast<int8_t>(q[j][e / 4] >> (8 * (e % 4))), r);
-      return;
+    } else {
+      const float c = bitsFloat(word);
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
     }
-#pragma unroll
-    for (int j = 0; j < E1; ++j)
-#pragma unroll
-      for (int e = 0; e < E0; ++e)
-        out[j][e] = static_cast<float>(static_cast<int8_t>(q[j][e / 4] >> (8 * (e % 4))));
-    if (p.rotate) tileFwht<S>(out, lig);
-    const float c = bitsFloat(word);
-#pragma unroll
-    for (int j = 0; j < E1; ++j)
-#pragma unroll
-      for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
   }
 };
 
@@ -527,8 +596,8 @@ struct TileIO<Fp16Tag> {
 // Loads the lane's tile of block elements [base, base + G) of `in` (n valid elements; the rest
 // read as 0). `full`: the whole block is valid and `in` is 16-byte aligned (vector loads).
 template <class Tag, class S>
-__device__ __forceinline__ void loadTile(const typename Tag::T* in, size_t n, size_t base,
-                                         int lig, bool full, float (&v)[S::kE1][S::kE0]) {
+__device__ __forceinline__ void loadTile(const typename Tag::T* in, size_t n, size_t base, int lig,
+                                         bool full, float (&v)[S::kE1][S::kE0]) {
   using IO = TileIO<Tag>;
   static_assert(S::kE0 * sizeof(typename Tag::T) == 16, "runs are 16-byte vectors");
   if (full) {
@@ -543,8 +612,7 @@ __device__ __forceinline__ void loadTile(const typename Tag::T* in, size_t n, si
     for (int j = 0; j < S::kE1; ++j) {
       const size_t first = base + S::runStart(j, lig);
 #pragma unroll
-      for (int e = 0; e < S::kE0; ++e)
-        v[j][e] = first + e < n ? IO::load(in[first + e]) : 0.0f;
+      for (int e = 0; e < S::kE0; ++e) v[j][e] = first + e < n ? IO::load(in[first + e]) : 0.0f;
     }
   }
 }
@@ -646,8 +714,10 @@ __device__ __forceinline__ void storeCodesTile(uint8_t* payload, size_t nb, size
 }
 
 // Iterates the codec blocks of a chunk handled by this warp: each L-lane group of the warp takes
-// one block, a warp 32/L consecutive blocks, the warps of the set interleaved. Groups past the
-// end do not call f (the shuffles inside f are masked to the group).
+// one block, a warp 32/L consecutive blocks, the warps of the set interleaved. All 32 lanes make
+// every call, so that the shuffles inside f stay warp-wide: f(b, lig, valid) with valid false
+// for a group past the end, whose b is clamped to the last block (f computes on it and must not
+// store).
 template <int L, class Fn>
 __device__ __forceinline__ void forEachTile(size_t nb, int warp, int nwarps, Fn&& f) {
   constexpr int kPerWarp = 32 / L;
@@ -656,7 +726,8 @@ __device__ __forceinline__ void forEachTile(size_t nb, int warp, int nwarps, Fn&
   for (size_t base = static_cast<size_t>(warp) * kPerWarp; base < nb;
        base += static_cast<size_t>(nwarps) * kPerWarp) {
     const size_t b = base + static_cast<size_t>(group);
-    if (b < nb) f(b, lig);
+    const bool valid = b < nb;
+    f(valid ? b : nb - 1, lig, valid);
   }
 }
 

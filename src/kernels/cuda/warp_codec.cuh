@@ -81,7 +81,8 @@ __device__ __forceinline__ float runEnergy(const float (&x)[E]) {
   } else {
     float t[E / 2];
 #pragma unroll
-    for (int i = 0; i < E / 2; ++i) t[i] = addRn(mulRn(x[2 * i], x[2 * i]), mulRn(x[2 * i + 1], x[2 * i + 1]));
+    for (int i = 0; i < E / 2; ++i)
+      t[i] = addRn(mulRn(x[2 * i], x[2 * i]), mulRn(x[2 * i + 1], x[2 * i + 1]));
     return pairwiseSum<E / 2>(t);
   }
 }
@@ -138,8 +139,7 @@ struct WarpAsh {
   }
 
   __device__ __forceinline__ static uint32_t encodeRaw(const float (&x)[E], uint8_t (&codes)[E]) {
-    const float r =
-        rawScale(bitsFloat(groupMaxU<L>(runMaxAbsBits<E, true>(x))), Fmt::kRawR);
+    const float r = rawScale(bitsFloat(groupMaxU<L>(runMaxAbsBits<E, true>(x))), Fmt::kRawR);
 #pragma unroll
     for (int i = 0; i < E; ++i) {
       const uint32_t u = floatBits(x[i]);
@@ -154,7 +154,8 @@ struct WarpAsh {
       } else {
         const uint8_t q = floatToFp8Sat<F>(divRn(x[i], r));
         const uint8_t mag = static_cast<uint8_t>(q & 0x7fu);
-        code = static_cast<uint8_t>((q & 0x80u) | (mag > Fmt::kRawMaxCode ? Fmt::kRawMaxCode : mag));
+        code =
+            static_cast<uint8_t>((q & 0x80u) | (mag > Fmt::kRawMaxCode ? Fmt::kRawMaxCode : mag));
       }
       codes[i] = code;
     }

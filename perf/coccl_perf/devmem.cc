@@ -1,0 +1,116 @@
+// Device memory of coccl_perf (see devmem.h).
+#include "devmem.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime.h"
+
+#if defined(COCCL_PERF_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace cocclperf {
+
+#if defined(COCCL_PERF_CUDA)
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  throw PerfError(std::string(what) + " failed: " + cudaGetErrorString(e));
+}
+
+int envInt(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  return end != v && !*end && x >= 0 ? static_cast<int>(x) : -1;
+}
+
+}  // namespace
+
+bool deviceSupport() { return true; }
+
+int selectDevice(int proc, int thread, int nThreads) {
+  int n = 0;
+  check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
+  if (n < 1) throw PerfError("--mem device: no CUDA device visible");
+  int local = -1;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "MPI_LOCALRANKID",
+                        "SLURM_LOCALID"})
+    if ((local = envInt(v)) >= 0) break;
+  if (local < 0) local = proc;
+  const int dev = (local * nThreads + thread) % n;
+  check(cudaSetDevice(dev), "cudaSetDevice");
+  check(cudaFree(nullptr), "CUDA context creation");
+  return dev;
+}
+
+DeviceRank::DeviceRank(size_t bytes) {
+  check(cudaMalloc(&send_, bytes ? bytes : 1), "cudaMalloc (send buffer)");
+  check(cudaMalloc(&recv_, bytes ? bytes : 1), "cudaMalloc (recv buffer)");
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "cudaEventCreate");
+  check(cudaEventCreate(&e1), "cudaEventCreate");
+  ev0_ = e0;
+  ev1_ = e1;
+}
+
+DeviceRank::~DeviceRank() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (ev0_) cudaEventDestroy(static_cast<cudaEvent_t>(ev0_));
+  if (ev1_) cudaEventDestroy(static_cast<cudaEvent_t>(ev1_));
+  if (stream_) cudaStreamDestroy(stream_);
+  if (send_) cudaFree(send_);
+  if (recv_) cudaFree(recv_);
+}
+
+void DeviceRank::upload(void* dev, const void* host, size_t bytes) {
+  if (!bytes) return;
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (to device)");
+}
+
+void DeviceRank::download(void* host, const void* dev, size_t bytes) {
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  if (!bytes) return;
+  check(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (to host)");
+}
+
+void DeviceRank::sync() { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+void DeviceRank::startTimer() {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(ev0_), stream_), "cudaEventRecord");
+}
+
+double DeviceRank::stopTimerSeconds() {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(ev1_), stream_), "cudaEventRecord");
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(ev1_)), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(ev0_), static_cast<cudaEvent_t>(ev1_)),
+        "cudaEventElapsedTime");
+  return static_cast<double>(ms) * 1e-3;
+}
+
+#else  // host-only build
+
+namespace {
+[[noreturn]] void noCuda() { throw PerfError("--mem device needs a CUDA build of coccl_perf"); }
+}  // namespace
+
+bool deviceSupport() { return false; }
+int selectDevice(int, int, int) { noCuda(); }
+DeviceRank::DeviceRank(size_t) { noCuda(); }
+DeviceRank::~DeviceRank() = default;
+void DeviceRank::upload(void*, const void*, size_t) { noCuda(); }
+void DeviceRank::download(void*, const void*, size_t) { noCuda(); }
+void DeviceRank::sync() { noCuda(); }
+void DeviceRank::startTimer() { noCuda(); }
+double DeviceRank::stopTimerSeconds() { noCuda(); }
+
+#endif
+
+}  // namespace cocclperf

@@ -1,0 +1,13 @@
+// Random device data for kernel_bench (never time on zeros).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kernel_bench {
+
+// n approximately normal values (mean 0, sd 1, a few large outliers) of type
+// 0 = fp32, 1 = bf16, 2 = fp16 into p; enqueued on the default stream.
+void fillRandom(void* p, size_t n, int type, uint32_t seed);
+
+}  // namespace kernel_bench

@@ -1,0 +1,150 @@
+// Plain data shared by the host side (device_comm.cc) and the kernels (*.cu) of the device
+// collectives: the per-communicator context, the region layout, the kernel arguments.
+// No CUDA types: host-only translation units include this too.
+//
+// ---- Region layout (one CUDA IPC region per rank, see transport/cuda_ipc) --------------------
+// p ranks, NB thread blocks per kernel ("channels"; block b of every rank only ever talks to
+// block b of the others), S sub-slot bytes. In rank x's region:
+//   push[q][b]   u64  rank q has written round `value` of its data for x into x's inbox
+//   pull[q][b]   u64  rank q's outbox holds round `value` (for x to read)
+//   free[q][b]   u64  rank q has finished reading everything x produced for it (its inbox slot
+//                     from x, x's outbox) up to round `value`
+//   seq[q][b]    u64  (local only) the last round x used with peer q on channel b
+//   cseq[b]      u64  (local only) collective rounds run on channel b (outbox parity)
+//   inbox[2][p-1][NB][S]   slot d = (q - x - 1) mod p receives rank q's data; parity = round & 1
+//   outbox[2][NB][S]       x's data that every peer reads; parity = cseq & 1
+// Flags live in the memory of the rank that waits on them (every wait polls local memory).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/codec_desc.h"
+
+namespace coccl {
+namespace dev {
+
+constexpr int kMaxRanks = 32;       // ranks of one node on the device path
+constexpr int kMaxBlocks = 128;     // COCCL_DEVICE_BLOCKS upper bound
+constexpr int kThreads = 512;       // threads per block of every collective kernel
+constexpr uint64_t kPoison = ~uint64_t{0};  // flag value of a failed / aborted rank
+constexpr uint64_t kSlotAlign = 256;
+
+// Host-mapped pinned memory (cudaHostAllocMapped): the host raises `abort`, kernels record the
+// first failure in `error`.
+struct HostState {
+  volatile uint32_t abort;  // cocclCommAbort: running and later kernels stop
+  uint32_t error;           // first device failure (DevError), 0 = none
+  int32_t errPeer;          // the rank waited for
+  int32_t errBlock;
+};
+
+enum DevError : uint32_t {
+  kDevOk = 0,
+  kDevTimeout = 1,     // a wait ran past COCCL_TIMEOUT_MS
+  kDevPeerFailed = 2,  // a peer poisoned its flags (it failed or aborted)
+  kDevAborted = 3,     // this rank was aborted
+};
+
+struct Layout {
+  int32_t nranks = 0;
+  int32_t nblocks = 0;
+  uint64_t sub = 0;  // bytes of one sub-slot
+  uint64_t offPush = 0, offPull = 0, offFree = 0, offSeq = 0, offCseq = 0;
+  uint64_t offInbox = 0, offOutbox = 0;
+  uint64_t total = 0;
+};
+
+// Sub-slot size and offsets for a region of about `stagingBytes` bytes.
+inline Layout makeLayout(int p, int nb, uint64_t stagingBytes) {
+  Layout l;
+  l.nranks = p;
+  l.nblocks = nb;
+  const uint64_t flagBytes = static_cast<uint64_t>(p) * static_cast<uint64_t>(nb) * 8;
+  auto up = [](uint64_t v, uint64_t a) { return (v + a - 1) / a * a; };
+  l.offPush = 0;
+  l.offPull = up(l.offPush + flagBytes, 128);
+  l.offFree = up(l.offPull + flagBytes, 128);
+  l.offSeq = up(l.offFree + flagBytes, 128);
+  l.offCseq = up(l.offSeq + flagBytes, 128);
+  l.offInbox = up(l.offCseq + static_cast<uint64_t>(nb) * 8, 4096);
+  // inbox 2*(p-1)*NB sub-slots, outbox 2*NB: 2*p*NB sub-slots in all.
+  const uint64_t slots = 2 * static_cast<uint64_t>(p) * static_cast<uint64_t>(nb);
+  uint64_t sub = stagingBytes / slots / kSlotAlign * kSlotAlign;
+  if (sub < 4 * kSlotAlign) sub = 4 * kSlotAlign;
+  l.sub = sub;
+  l.offOutbox = l.offInbox + 2 * static_cast<uint64_t>(p - 1) * static_cast<uint64_t>(nb) * sub;
+  l.total = l.offOutbox + 2 * static_cast<uint64_t>(nb) * sub;
+  return l;
+}
+
+// Per-communicator constants, copied once into device memory.
+struct Ctx {
+  int32_t rank;
+  int32_t nranks;
+  int32_t nblocks;
+  int32_t pad0;
+  uint64_t timeoutNs;
+  Layout lay;
+  HostState* host;  // device pointer of the mapped host state
+  char* base[kMaxRanks];  // every rank's region, as mapped on this rank
+};
+
+enum class Coll : int32_t { AllReduce = 0, ReduceScatter = 1, Reduce = 2, AllGather = 3, Broadcast = 4 };
+
+// Messages are cut into rounds; round k of a shard covers elements [k*R, (k+1)*R) of it with
+// R = nblocks * partCap, and that piece is split over the blocks in whole `unit`s (balanced), so
+// every part fits one sub-slot. Every rank runs `rounds` rounds with every peer.
+struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
+  int32_t coll;
+  int32_t dtype;    // cocclDataType_t
+  int32_t op;       // cocclRedOp_t
+  int32_t root;     // Reduce
+  const void* in;
+  void* out;
+  uint64_t count;   // AllReduce/Reduce: count; ReduceScatter: recvcount
+  uint64_t unit;    // elements; shard and part boundaries are multiples of it
+  uint64_t partCap; // elements of one part (multiple of unit)
+  uint32_t rounds;
+  int32_t compressed;
+  float scale;      // 1 or 1/p (AVG, compressed)
+  int32_t avgDiv;   // p (AVG, exact)
+  int32_t esize;    // bytes per element
+  int32_t pad;
+  CodecDesc codec;
+};
+
+struct GatherArgs {  // AllGather, Broadcast
+  int32_t coll;
+  int32_t dtype;
+  int32_t root;     // Broadcast
+  int32_t compressed;
+  const void* in;
+  void* out;
+  uint64_t count;   // elements (compressed) or bytes (exact) of one shard / the message
+  uint64_t unit;
+  uint64_t partCap;
+  uint32_t rounds;
+  int32_t esize;    // bytes per element (exact: 1, counts are bytes)
+  CodecDesc codec;
+};
+
+constexpr int kMaxP2P = 96;  // send/recv operations of one group on one communicator
+
+struct P2PMsg {
+  void* buf;  // send: source, recv: destination
+  uint64_t bytes;
+  int32_t peer;
+  int32_t send;
+};
+
+struct P2PArgs {
+  int32_t nmsgs;
+  uint32_t maxRounds;
+  uint64_t roundBytes;           // bytes of one round (nblocks * partCap)
+  uint64_t partCap;              // bytes of one part (<= sub-slot)
+  uint32_t peerRounds[kMaxRanks];  // rounds with each peer: max(send rounds, recv rounds)
+  P2PMsg msgs[kMaxP2P];
+};
+
+}  // namespace dev
+}  // namespace coccl

@@ -1,0 +1,545 @@
+// Host side of the device collectives: staging setup, per-call planning and kernel launch.
+//
+// ---- Protocol ------------------------------------------------------------------------------
+// Each rank owns one CUDA IPC region (layout in dev_types.h) holding flags and staging
+// sub-slots; every rank maps every other rank's region. A collective call is one kernel of NB
+// blocks on the caller's stream. Block b of every rank forms channel b: it only touches flag
+// [.][b] and sub-slot [.][b] entries, so channels are independent and no block ever waits for
+// another block of its own grid. A message is processed in rounds sized to the sub-slots; in a
+// round each channel moves one "part" (a whole number of codec blocks) of every shard.
+//
+// Round numbers. Every (rank, peer, channel) keeps seq = the number of rounds this pair ran on
+// this channel, in device memory (region seq[q][b]); the kernel reads it at start, advances it
+// per round and writes it back at the end, so a captured CUDA graph replays with fresh numbers
+// and no host-side value is baked into it. Collectives advance every pair; Send/Recv only the
+// pairs involved (both ends agree, as they post matching operations). A second per-channel
+// counter cseq counts collective rounds (identical on every rank); it picks the outbox parity.
+//
+// Flags (u64, monotonic, in the waiter's memory; stored with st.release.sys after the data,
+// polled with ld.acquire.sys; waits bounded by COCCL_TIMEOUT_MS on %globaltimer):
+//   x.push[q][b] = s   q's round-s data for x is in x's inbox (slot of q, parity s & 1)
+//   x.pull[q][b] = s   q's outbox (parity cseq & 1) holds its round-s result for x to read
+//   x.free[q][b] = s   q finished reading, for every round <= s, what x staged for it
+// Reuse rule (why single flags and two parities suffice): before writing a sub-slot for round
+// s, the writer waits free >= s - 2 from every reader of it. The reader raises free = s only at
+// the end of its round s, after its last read of round s; the writer's round s+2 uses the same
+// parity as round s and is the first to overwrite it. Round s+1 uses the other parity, so a
+// fast writer runs one round ahead without waiting. A waiter compares with >=, so a flag that
+// already moved on to s+1 still releases the round-s wait (round s+1 wrote the other parity).
+// For the outbox, whose parity follows cseq while free carries pair numbers: between two uses
+// of one outbox parity both counters advanced by >= 2 (pair numbers also advance on
+// Send/Recv), so free >= pairseq - 2 again covers the earlier use.
+// AllReduce needs no extra synchronisation from this: a writer reaching round s has already
+// seen every owner's round-(s-1) result flag, raised after that owner's end of round s-2.
+//
+// Failure: a wait that times out, sees the abort word (host-mapped, raised by cocclCommAbort)
+// or a poisoned flag (~0, raised by a failed peer) records the error in host-mapped memory
+// (cocclCommGetAsyncError), and the block poisons every flag it would raise at its peers and
+// exits; later kernels of the communicator exit at once.
+#include "collectives/device/device_comm.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "codecs/codec.h"
+#include "collectives/communicator.h"
+#include "collectives/collectives.h"
+#include "collectives/device/dev_types.h"
+#include "collectives/device/launch.h"
+#include "collectives/device/memtype.h"
+#include "collectives/host/layout.h"
+#include "collectives/host/reduce.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/cuda_ipc/cuda_check.h"
+#include "transport/cuda_ipc/ipc_region.h"
+
+namespace coccl {
+namespace {
+
+// Restores the calling thread's current device on scope exit.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int dev) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      prev_ = -1;
+    }
+    if (dev >= 0 && dev != prev_) COCCL_CUDA_CHECK(cudaSetDevice(dev));
+  }
+  ~DeviceGuard() {
+    if (prev_ >= 0) (void)cudaSetDevice(prev_);
+  }
+
+ private:
+  int prev_ = -1;
+};
+
+uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+constexpr int kEvents = 8;  // streams a group of send/recv may span
+
+}  // namespace
+
+struct DeviceComm::Impl {
+  Communicator& comm;
+  int device = -1;
+  int nblocks = 0;
+  std::string reason;
+  dev::Layout lay;
+  std::unique_ptr<CudaIpcRegion> region;
+  dev::HostState* host = nullptr;     // host view of the mapped state
+  dev::HostState* hostDev = nullptr;  // its device view
+  dev::Ctx* ctx = nullptr;            // device memory
+  cudaStream_t side = nullptr;        // internal stream (abort)
+  cudaEvent_t joinIn[kEvents] = {};
+  cudaEvent_t joinOut = nullptr;
+  bool used = false;
+  bool aborted = false;
+
+  explicit Impl(Communicator& c) : comm(c) {}
+  ~Impl();
+
+  void launched(cudaError_t e, const char* what) {
+    used = true;
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      COCCL_THROW(cocclUnhandledCudaError, "%s kernel launch failed: %s (%s)", what,
+                  cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+  }
+  // Elements of `es`-byte type per part for the exact path (a multiple of `unit`).
+  uint64_t exactPartCap(uint64_t es, uint64_t unit) const {
+    return std::max<uint64_t>(lay.sub / es / unit * unit, unit);
+  }
+  // Elements per part for a codec of block G: whole blocks whose payload fits a sub-slot.
+  uint64_t codecPartCap(const CodecDesc& d) const {
+    const uint64_t g = static_cast<uint64_t>(d.block);
+    return std::max<uint64_t>(lay.sub / (g + 4) * g, g);
+  }
+};
+
+DeviceComm::Impl::~Impl() {
+  if (device < 0) return;
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  (void)cudaSetDevice(device);
+  if (side) COCCL_CUDA_WARN(cudaStreamSynchronize(side));
+  for (cudaEvent_t& e : joinIn)
+    if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
+  if (joinOut) COCCL_CUDA_WARN(cudaEventDestroy(joinOut));
+  if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
+  if (ctx) COCCL_CUDA_WARN(cudaFree(ctx));  // waits for this process's kernels
+  region.reset();
+  if (host) COCCL_CUDA_WARN(cudaFreeHost(host));
+  if (prev >= 0) (void)cudaSetDevice(prev);
+}
+
+DeviceComm::DeviceComm() = default;
+
+DeviceComm::~DeviceComm() {
+  if (!impl_ || !impl_->region) return;
+  Impl& m = *impl_;
+  // A region must not be freed while a peer still reads it or maps it: wait until the peers
+  // consumed what this rank staged, unmap theirs, then meet them (bootstrap barrier) before
+  // freing ours. After an abort or a failure: no waiting (peers are gone or were told).
+  const bool healthy = !m.aborted && asyncError() == cocclSuccess &&
+                       !m.comm.abortFlag().load() && !m.comm.bootstrap().aborted();
+  if (healthy) {
+    try {
+      quiesce();
+    } catch (const std::exception& e) {
+      COCCL_WARN("device path teardown: %s", e.what());
+    }
+  }
+  {
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+    (void)cudaSetDevice(m.device);
+    if (m.side) COCCL_CUDA_WARN(cudaStreamSynchronize(m.side));
+    COCCL_CUDA_WARN(cudaDeviceSynchronize());
+    if (prev >= 0) (void)cudaSetDevice(prev);
+  }
+  m.region->closePeers();
+  if (healthy) {
+    try {
+      m.comm.bootstrap().barrier();
+    } catch (const std::exception& e) {
+      COCCL_WARN("device path teardown: peers did not all reach destroy: %s", e.what());
+    }
+  }
+}
+
+std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
+  std::unique_ptr<DeviceComm> d(new DeviceComm());
+  d->impl_ = std::make_unique<Impl>(c);
+  Impl& m = *d->impl_;
+  const Env& e = env();
+  const int p = c.nranks();
+  m.nblocks = static_cast<int>(e.deviceBlocks);
+  int dev = -1;
+  // Never initialise CUDA here: a process that has not touched CUDA stays fork-safe.
+  if (cudaDriverInitialised()) {
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      dev = -1;
+    }
+  }
+  if (p > dev::kMaxRanks) dev = -1;  // every rank sees the same p: all agree
+  m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(e.deviceStagingBytes));
+  std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
+                                 static_cast<uint64_t>(dev::kThreads)};
+  m.region = std::make_unique<CudaIpcRegion>(c.bootstrap(), dev, m.lay.total, agree,
+                                             c.topology().ranks[c.rank()].hostHash);
+  if (!m.region->usable()) {
+    m.reason = p > dev::kMaxRanks
+                   ? format("%d ranks (the device path takes at most %d)", p, dev::kMaxRanks)
+                   : m.region->reason();
+    m.device = dev;  // cocclCommCuDevice still reports it
+    m.region.reset();
+    return d;
+  }
+  m.device = dev;
+  DeviceGuard g(dev);
+  void* hp = nullptr;
+  COCCL_CUDA_CHECK(cudaHostAlloc(&hp, sizeof(dev::HostState), cudaHostAllocMapped));
+  m.host = static_cast<dev::HostState*>(hp);
+  std::memset(hp, 0, sizeof(dev::HostState));
+  void* dp = nullptr;
+  COCCL_CUDA_CHECK(cudaHostGetDevicePointer(&dp, hp, 0));
+  m.hostDev = static_cast<dev::HostState*>(dp);
+  dev::Ctx ctx{};
+  ctx.rank = c.rank();
+  ctx.nranks = p;
+  ctx.nblocks = m.nblocks;
+  const int64_t tms = c.config().timeoutMs;
+  ctx.timeoutNs = static_cast<uint64_t>(tms > 0 ? tms : 300000) * 1000000ull;
+  ctx.lay = m.lay;
+  ctx.host = m.hostDev;
+  for (int r = 0; r < p; ++r) ctx.base[r] = m.region->peer(r);
+  void* cp = nullptr;
+  COCCL_CUDA_CHECK(cudaMalloc(&cp, sizeof(dev::Ctx)));
+  m.ctx = static_cast<dev::Ctx*>(cp);
+  COCCL_CUDA_CHECK(cudaMemcpy(cp, &ctx, sizeof(ctx), cudaMemcpyHostToDevice));
+  COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
+  for (cudaEvent_t& ev : m.joinIn)
+    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.joinOut, cudaEventDisableTiming));
+  COCCL_INFO(kLogInit | kLogCuda,
+             "device path on: device %d, %d blocks x %d threads, %llu-byte sub-slots, "
+             "%llu-byte region",
+             dev, m.nblocks, dev::kThreads, static_cast<unsigned long long>(m.lay.sub),
+             static_cast<unsigned long long>(m.lay.total));
+  return d;
+}
+
+bool DeviceComm::usable() const { return impl_->region != nullptr; }
+const std::string& DeviceComm::reason() const { return impl_->reason; }
+int DeviceComm::device() const { return impl_->device; }
+
+cocclResult_t DeviceComm::asyncError() const {
+  if (!impl_->host) return cocclSuccess;
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&impl_->host->error);
+  switch (e) {
+    case dev::kDevOk: return cocclSuccess;
+    case dev::kDevTimeout: return cocclSystemError;
+    case dev::kDevPeerFailed: return cocclRemoteError;
+    default: return cocclInvalidUsage;
+  }
+}
+
+void DeviceComm::abort() {
+  Impl& m = *impl_;
+  if (!m.host || m.aborted) return;
+  m.aborted = true;
+  m.host->abort = 1u;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Release peers that wait on this rank even when no kernel of ours is running.
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  if (cudaSetDevice(m.device) == cudaSuccess) {
+    cudaError_t e = dev::launchPoison(m.ctx, m.nblocks, m.side);
+    if (e != cudaSuccess) COCCL_WARN("abort: poison kernel: %s", cudaGetErrorString(e));
+  }
+  (void)cudaGetLastError();
+  if (prev >= 0) (void)cudaSetDevice(prev);
+}
+
+void DeviceComm::quiesce() {
+  Impl& m = *impl_;
+  if (!m.region || !m.used) return;
+  DeviceGuard g(m.device);
+  COCCL_CUDA_CHECK(cudaDeviceSynchronize());
+  if (asyncError() != cocclSuccess || m.aborted) return;
+  // Wait until every peer acknowledged (free >= seq) everything this rank staged for it.
+  const int p = m.comm.nranks(), nb = m.nblocks, me = m.comm.rank();
+  const size_t n = static_cast<size_t>(p) * static_cast<size_t>(nb);
+  std::vector<uint64_t> seq(n), fr(n);
+  char* base = m.region->local();
+  COCCL_CUDA_CHECK(cudaMemcpy(seq.data(), base + m.lay.offSeq, n * 8, cudaMemcpyDeviceToHost));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::max<int64_t>(m.comm.config().timeoutMs, 1));
+  for (;;) {
+    COCCL_CUDA_CHECK(cudaMemcpy(fr.data(), base + m.lay.offFree, n * 8, cudaMemcpyDeviceToHost));
+    bool done = true;
+    for (int q = 0; q < p && done; ++q)
+      for (int b = 0; b < nb && done; ++b) {
+        const size_t i = static_cast<size_t>(q) * static_cast<size_t>(nb) + static_cast<size_t>(b);
+        if (q != me && fr[i] < seq[i]) done = false;
+      }
+    if (done) return;
+    m.comm.bootstrap().checkPeers();  // a dead peer: cocclRemoteError
+    if (m.comm.abortFlag().load()) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      COCCL_THROW(cocclSystemError,
+                  "device path: peers did not consume this rank's staged data within "
+                  "COCCL_TIMEOUT_MS (%lld ms)",
+                  static_cast<long long>(m.comm.config().timeoutMs));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// ---- collectives ------------------------------------------------------------------------------
+
+namespace {
+
+bool codecOnDevice(const Codec* codec) {
+  return codec && codec->deviceDesc().kind != CodecKind::None;
+}
+
+void setStats(CollStats& s, size_t logical, size_t wire, const Codec* codec, const char* algo) {
+  s.logicalBytes = logical;
+  s.wireBytesSent = wire;
+  s.codec = codec ? codec->name() : "none";
+  s.algorithm = algo;
+}
+
+dev::ReduceArgs reduceArgs(dev::Coll coll, const void* in, void* out, size_t count,
+                           cocclDataType_t dt, cocclRedOp_t op, int p) {
+  dev::ReduceArgs a{};
+  a.coll = static_cast<int32_t>(coll);
+  a.dtype = dt;
+  a.op = op;
+  a.in = in;
+  a.out = out;
+  a.count = count;
+  a.esize = static_cast<int32_t>(dtypeSize(dt));
+  a.scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
+  a.avgDiv = p;
+  a.codec = CodecDesc{};
+  return a;
+}
+
+cudaError_t launchReduceCodec(const dev::Ctx* ctx, const dev::ReduceArgs& a, int nb,
+                              cudaStream_t s) {
+  switch (a.dtype) {
+    case cocclBfloat16: return dev::launchReduceCodecBf16(ctx, a, nb, s);
+    case cocclFloat16: return dev::launchReduceCodecFp16(ctx, a, nb, s);
+    default: return dev::launchReduceCodecFp32(ctx, a, nb, s);
+  }
+}
+
+cudaError_t launchGatherCodec(const dev::Ctx* ctx, const dev::GatherArgs& a, int nb,
+                              cudaStream_t s) {
+  switch (a.dtype) {
+    case cocclBfloat16: return dev::launchGatherCodecBf16(ctx, a, nb, s);
+    case cocclFloat16: return dev::launchGatherCodecFp16(ctx, a, nb, s);
+    default: return dev::launchGatherCodecFp32(ctx, a, nb, s);
+  }
+}
+
+}  // namespace
+
+void DeviceComm::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+                           cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
+                           CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.comm.nranks(), me = m.comm.rank();
+  const size_t es = dtypeSize(dt);
+  if (!codecOnDevice(codec)) codec = nullptr;
+  dev::ReduceArgs a = reduceArgs(dev::Coll::AllReduce, in, out, count, dt, op, p);
+  if (codec) {
+    a.compressed = 1;
+    a.codec = codec->deviceDesc();
+    a.unit = static_cast<uint64_t>(a.codec.block);
+    a.partCap = m.codecPartCap(a.codec);
+  } else {
+    a.unit = std::max<uint64_t>(16 / es, 1);
+    a.partCap = m.exactPartCap(es, a.unit);
+  }
+  const std::vector<Range> shards = balancedShards(count, p, a.unit);
+  size_t maxShard = 0, wire = 0;
+  for (int j = 0; j < p; ++j) {
+    maxShard = std::max(maxShard, shards[j].count);
+    const size_t b = codec ? codec->encodedBytes(shards[j].count, dt) : shards[j].count * es;
+    wire += j == me ? b * static_cast<size_t>(p - 1) : b;
+  }
+  a.rounds = static_cast<uint32_t>(ceilDiv(maxShard, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  setStats(stats, count * es, wire, codec, "two-shot");
+  DeviceGuard g(m.device);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  m.launched(codec ? launchReduceCodec(m.ctx, a, m.nblocks, s)
+                   : dev::launchReduceExact(m.ctx, a, m.nblocks, s),
+             "AllReduce");
+}
+
+void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
+                               cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
+                               CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.comm.nranks();
+  const size_t es = dtypeSize(dt);
+  if (!codecOnDevice(codec)) codec = nullptr;
+  dev::ReduceArgs a = reduceArgs(dev::Coll::ReduceScatter, in, out, recvcount, dt, op, p);
+  if (codec) {
+    a.compressed = 1;
+    a.codec = codec->deviceDesc();
+    a.unit = static_cast<uint64_t>(a.codec.block);
+    a.partCap = m.codecPartCap(a.codec);
+  } else {
+    a.unit = std::max<uint64_t>(16 / es, 1);
+    a.partCap = m.exactPartCap(es, a.unit);
+  }
+  a.rounds = static_cast<uint32_t>(ceilDiv(recvcount, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  const size_t b = codec ? codec->encodedBytes(recvcount, dt) : recvcount * es;
+  setStats(stats, recvcount * static_cast<size_t>(p) * es, b * static_cast<size_t>(p - 1), codec,
+           "two-shot");
+  DeviceGuard g(m.device);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  m.launched(codec ? launchReduceCodec(m.ctx, a, m.nblocks, s)
+                   : dev::launchReduceExact(m.ctx, a, m.nblocks, s),
+             "ReduceScatter");
+}
+
+void DeviceComm::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+                        cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.comm.nranks(), me = m.comm.rank();
+  const size_t es = dtypeSize(dt);
+  dev::ReduceArgs a = reduceArgs(dev::Coll::Reduce, in, out, count, dt, op, p);
+  a.root = root;
+  a.unit = std::max<uint64_t>(16 / es, 1);
+  a.partCap = m.exactPartCap(es, a.unit);
+  a.rounds = static_cast<uint32_t>(ceilDiv(count, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  setStats(stats, count * es, me == root ? 0 : count * es, nullptr, "direct");
+  DeviceGuard g(m.device);
+  m.launched(dev::launchReduceExact(m.ctx, a, m.nblocks, reinterpret_cast<cudaStream_t>(stream)),
+             "Reduce");
+}
+
+void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
+                           const Codec* codec, cocclStream_t stream, CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.comm.nranks();
+  const size_t es = dtypeSize(dt);
+  if (!codecOnDevice(codec)) codec = nullptr;
+  dev::GatherArgs a{};
+  a.coll = static_cast<int32_t>(dev::Coll::AllGather);
+  a.dtype = dt;
+  a.in = in;
+  a.out = out;
+  a.codec = CodecDesc{};
+  if (codec) {
+    a.compressed = 1;
+    a.codec = codec->deviceDesc();
+    a.count = sendcount;
+    a.esize = static_cast<int32_t>(es);
+    a.unit = static_cast<uint64_t>(a.codec.block);
+    a.partCap = m.codecPartCap(a.codec);
+  } else {
+    a.count = sendcount * es;  // bytes
+    a.esize = 1;
+    a.unit = 16;
+    a.partCap = m.exactPartCap(1, 16);
+  }
+  a.rounds = static_cast<uint32_t>(ceilDiv(a.count, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  const size_t b = codec ? codec->encodedBytes(sendcount, dt) : sendcount * es;
+  setStats(stats, sendcount * static_cast<size_t>(p) * es, b * static_cast<size_t>(p - 1), codec,
+           "direct");
+  DeviceGuard g(m.device);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  m.launched(codec ? launchGatherCodec(m.ctx, a, m.nblocks, s)
+                   : dev::launchGatherExact(m.ctx, a, m.nblocks, s),
+             "AllGather");
+}
+
+void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
+                           cocclStream_t stream, CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.comm.nranks(), me = m.comm.rank();
+  const size_t bytes = count * dtypeSize(dt);
+  dev::GatherArgs a{};
+  a.coll = static_cast<int32_t>(dev::Coll::Broadcast);
+  a.dtype = dt;
+  a.root = root;
+  a.in = me == root ? in : nullptr;
+  a.out = out;
+  a.codec = CodecDesc{};
+  a.count = bytes;
+  a.esize = 1;
+  a.unit = 16;
+  a.partCap = m.exactPartCap(1, 16);
+  a.rounds = static_cast<uint32_t>(ceilDiv(bytes, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  setStats(stats, bytes, me == root ? bytes * static_cast<size_t>(p - 1) : 0, nullptr, "direct");
+  DeviceGuard g(m.device);
+  m.launched(dev::launchGatherExact(m.ctx, a, m.nblocks, reinterpret_cast<cudaStream_t>(stream)),
+             "Broadcast");
+}
+
+void DeviceComm::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.comm.nranks();
+  COCCL_CHECK_USAGE(ops.size() <= static_cast<size_t>(dev::kMaxP2P),
+                    "a group holds %zu device sends/receives on one communicator (at most %d)",
+                    ops.size(), dev::kMaxP2P);
+  dev::P2PArgs a;
+  std::memset(&a, 0, sizeof(a));
+  const uint64_t partCap = m.exactPartCap(1, 16);
+  a.partCap = partCap;
+  a.roundBytes = partCap * static_cast<uint64_t>(m.nblocks);
+  std::vector<uint64_t> sendRounds(static_cast<size_t>(p), 0), recvRounds(static_cast<size_t>(p), 0);
+  size_t sent = 0;
+  std::vector<cudaStream_t> streams;
+  for (const P2POp& o : ops) {
+    dev::P2PMsg& x = a.msgs[a.nmsgs++];
+    x.buf = o.buf;
+    x.bytes = o.bytes;
+    x.peer = o.peer;
+    x.send = o.send ? 1 : 0;
+    const uint64_t r = ceilDiv(o.bytes, a.roundBytes);
+    (o.send ? sendRounds : recvRounds)[static_cast<size_t>(o.peer)] += r;
+    if (o.send) sent += o.bytes;
+    cudaStream_t s = reinterpret_cast<cudaStream_t>(o.stream);
+    if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+  }
+  for (int j = 0; j < p; ++j) {
+    const uint64_t r = std::max(sendRounds[static_cast<size_t>(j)], recvRounds[static_cast<size_t>(j)]);
+    COCCL_CHECK_ARG(r < (uint64_t{1} << 31), "send/receive too large");
+    a.peerRounds[j] = j == m.comm.rank() ? 0 : static_cast<uint32_t>(r);
+    a.maxRounds = std::max(a.maxRounds, a.peerRounds[j]);
+  }
+  COCCL_CHECK_USAGE(streams.size() <= static_cast<size_t>(kEvents),
+                    "a group of device sends/receives spans %zu streams (at most %d)",
+                    streams.size(), kEvents);
+  setStats(stats, sent, sent, nullptr, "p2p");
+  DeviceGuard g(m.device);
+  cudaStream_t s0 = streams.empty() ? nullptr : streams[0];
+  for (size_t i = 1; i < streams.size(); ++i) {
+    COCCL_CUDA_CHECK(cudaEventRecord(m.joinIn[i], streams[i]));
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s0, m.joinIn[i], 0));
+  }
+  m.launched(dev::launchP2P(m.ctx, a, m.nblocks, s0), "Send/Recv");
+  if (streams.size() > 1) {
+    COCCL_CUDA_CHECK(cudaEventRecord(m.joinOut, s0));
+    for (size_t i = 1; i < streams.size(); ++i)
+      COCCL_CUDA_CHECK(cudaStreamWaitEvent(streams[i], m.joinOut, 0));
+  }
+}
+
+}  // namespace coccl

@@ -1,0 +1,241 @@
+// Device-side building blocks of the collective kernels: the channel state of a thread block
+// (its round numbers with every peer), flag waits and signals over the CUDA IPC regions, byte
+// copies, and failure handling. See dev_types.h for the region layout and device_comm.cc for
+// the protocol.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "collectives/device/dev_types.h"
+#include "transport/cuda_ipc/device_flags.cuh"
+
+namespace coccl {
+namespace dev {
+
+// Per-block state, in shared memory.
+struct Chan {
+  Ctx c;                    // copy of the communicator context
+  uint64_t seq[kMaxRanks];  // current round with each peer (pair-wise numbering)
+  uint64_t cseq;            // current collective round (outbox parity)
+  int failed;               // uniform after each __syncthreads
+  int b;                    // block index = channel
+};
+
+__device__ __forceinline__ int tid() { return static_cast<int>(threadIdx.x); }
+
+__device__ __forceinline__ uint64_t* flagAt(const Chan& ch, int owner, uint64_t off, int peer) {
+  return reinterpret_cast<uint64_t*>(ch.c.base[owner] + off) +
+         static_cast<uint64_t>(peer) * static_cast<uint64_t>(ch.c.nblocks) +
+         static_cast<uint64_t>(ch.b);
+}
+
+// Inbox sub-slot of `owner` that `writer` fills, for the round `seq` of that pair.
+__device__ __forceinline__ uint8_t* inboxAt(const Chan& ch, int owner, int writer, uint64_t seq) {
+  const int p = ch.c.nranks;
+  const uint64_t d = static_cast<uint64_t>((writer - owner - 1 + p) % p);
+  const uint64_t par = seq & 1u;
+  const uint64_t nb = static_cast<uint64_t>(ch.c.nblocks);
+  return reinterpret_cast<uint8_t*>(ch.c.base[owner] + ch.c.lay.offInbox) +
+         ((par * static_cast<uint64_t>(p - 1) + d) * nb + static_cast<uint64_t>(ch.b)) *
+             ch.c.lay.sub;
+}
+
+__device__ __forceinline__ uint8_t* outboxAt(const Chan& ch, int owner) {
+  const uint64_t par = ch.cseq & 1u;
+  return reinterpret_cast<uint8_t*>(ch.c.base[owner] + ch.c.lay.offOutbox) +
+         (par * static_cast<uint64_t>(ch.c.nblocks) + static_cast<uint64_t>(ch.b)) * ch.c.lay.sub;
+}
+
+// Records a failure (first one wins in the host-visible state) and marks the block failed.
+__device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int peer) {
+  uint32_t code = r == ipc::WaitResult::Timeout    ? kDevTimeout
+                  : r == ipc::WaitResult::Aborted  ? kDevAborted
+                                                   : kDevPeerFailed;
+  HostState* h = ch.c.host;
+  if (atomicCAS_system(const_cast<uint32_t*>(&h->error), 0u, code) == 0u) {
+    h->errPeer = peer;
+    h->errBlock = ch.b;
+    __threadfence_system();
+  }
+  atomicExch(&ch.failed, 1);  // several lanes may fail at once
+}
+
+// Waits for the flag of `peer` in this rank's memory to reach `seq - delta` (no wait when
+// seq <= delta).
+// (A poisoned flag fails even when no wait is needed: the peer is gone and its memory with it.)
+__device__ __forceinline__ void waitFlag(Chan& ch, uint64_t off, int peer, uint64_t delta) {
+  const uint64_t s = ch.seq[peer];
+  const ipc::WaitResult r =
+      ipc::waitAtLeast(flagAt(ch, ch.c.rank, off, peer), s > delta ? s - delta : 0,
+                       ch.c.timeoutNs, &ch.c.host->abort, &ch.c.host->error, kPoison);
+  if (r != ipc::WaitResult::Ok) recordFailure(ch, r, peer);
+}
+
+// Every peer (or only `only` when >= 0): waits in parallel, one lane per peer. Ends with a
+// barrier; returns false when the block failed.
+__device__ __forceinline__ bool waitPeers(Chan& ch, uint64_t off, uint64_t delta, int only = -1) {
+  const int p = ch.c.nranks, me = ch.c.rank;
+  if (tid() < p - 1) {
+    const int q = (me + 1 + tid()) % p;
+    if (only < 0 || q == only) waitFlag(ch, off, q, delta);
+  }
+  __syncthreads();
+  return !ch.failed;
+}
+
+// After a barrier that ended the writes being published: one lane per peer stores this rank's
+// round number into that peer's flag `off` (only peer `only` when >= 0).
+__device__ __forceinline__ void signalPeers(Chan& ch, uint64_t off, int only = -1) {
+  const int p = ch.c.nranks, me = ch.c.rank;
+  if (tid() < p - 1) {
+    const int q = (me + 1 + tid()) % p;
+    if (only < 0 || q == only) {
+      __threadfence_system();
+      ipc::stReleaseSys(flagAt(ch, q, off, me), ch.seq[q]);
+    }
+  }
+}
+
+// Loads the context and this channel's round numbers; false if the communicator already failed
+// or was aborted (the kernel then only poisons its flags).
+__device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
+  {
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(g);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(&ch.c);
+    for (int i = tid(); i < static_cast<int>(sizeof(Ctx) / 4); i += blockDim.x) dst[i] = src[i];
+  }
+  if (tid() == 0) {
+    ch.failed = 0;
+    ch.b = static_cast<int>(blockIdx.x);
+  }
+  __syncthreads();
+  const int p = ch.c.nranks;
+  const char* mine = ch.c.base[ch.c.rank];
+  if (tid() < p)
+    ch.seq[tid()] = reinterpret_cast<const uint64_t*>(mine + ch.c.lay.offSeq)
+        [static_cast<uint64_t>(tid()) * static_cast<uint64_t>(ch.c.nblocks) + ch.b];
+  if (tid() == 0) {
+    ch.cseq = reinterpret_cast<const uint64_t*>(mine + ch.c.lay.offCseq)[ch.b];
+    if (ch.c.host->abort || ch.c.host->error) ch.failed = 1;
+  }
+  __syncthreads();
+  return !ch.failed;
+}
+
+// Next round with every peer and, for collectives, the next collective round.
+__device__ __forceinline__ void nextRound(Chan& ch, bool collective) {
+  __syncthreads();  // the previous round's lanes have read seq[]
+  if (tid() < ch.c.nranks) ch.seq[tid()] += 1;
+  if (collective && tid() == 0) ch.cseq += 1;
+  __syncthreads();
+}
+
+// Writes the round numbers back (the next kernel, or graph replay, continues from them). On
+// failure, poisons every flag this channel would raise at its peers so they stop waiting.
+__device__ __forceinline__ void chanEnd(Chan& ch) {
+  __syncthreads();
+  const int p = ch.c.nranks, me = ch.c.rank;
+  char* mine = ch.c.base[me];
+  if (ch.failed) {
+    if (tid() < p && tid() != me) {
+      const uint64_t offs[3] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree};
+      // A peer that poisoned us has failed or aborted and may have freed its region: skip it.
+      bool gone = false;
+      for (int i = 0; i < 3; ++i) gone = gone || ipc::ldAcquireSys(flagAt(ch, me, offs[i], tid())) == kPoison;
+      if (!gone)
+        for (int i = 0; i < 3; ++i) ipc::stReleaseSys(flagAt(ch, tid(), offs[i], me), kPoison);
+    }
+    return;
+  }
+  if (tid() < p)
+    reinterpret_cast<uint64_t*>(mine + ch.c.lay.offSeq)
+        [static_cast<uint64_t>(tid()) * static_cast<uint64_t>(ch.c.nblocks) + ch.b] =
+            ch.seq[tid()];
+  if (tid() == 0) reinterpret_cast<uint64_t*>(mine + ch.c.lay.offCseq)[ch.b] = ch.cseq;
+}
+
+// ---- partitioning ---------------------------------------------------------------------------
+
+struct Range {
+  uint64_t begin;
+  uint64_t count;
+};
+
+// Part `b` of round `k` of a shard of `n` elements: round k covers [k*R, (k+1)*R) with
+// R = nb * partCap; that piece is split over the nb blocks in whole units (balanced).
+__device__ __forceinline__ Range partOf(uint64_t n, uint64_t k, int b, int nb, uint64_t unit,
+                                        uint64_t partCap) {
+  const uint64_t R = static_cast<uint64_t>(nb) * partCap;
+  const uint64_t rb = k * R;
+  if (rb >= n) return {n, 0};
+  const uint64_t m = n - rb < R ? n - rb : R;
+  const uint64_t units = (m + unit - 1) / unit;
+  uint64_t lo = units * static_cast<uint64_t>(b) / static_cast<uint64_t>(nb) * unit;
+  uint64_t hi = units * static_cast<uint64_t>(b + 1) / static_cast<uint64_t>(nb) * unit;
+  lo = lo < m ? lo : m;
+  hi = hi < m ? hi : m;
+  return {rb + lo, hi - lo};
+}
+
+// Shard j of n elements over p ranks with boundaries at multiples of `unit` (balancedShards of
+// src/collectives/host/layout.h).
+__device__ __forceinline__ Range balancedShard(uint64_t n, int p, int j, uint64_t unit) {
+  const uint64_t units = (n + unit - 1) / unit;
+  uint64_t b = units * static_cast<uint64_t>(j) / static_cast<uint64_t>(p) * unit;
+  uint64_t e = units * static_cast<uint64_t>(j + 1) / static_cast<uint64_t>(p) * unit;
+  b = b < n ? b : n;
+  e = e < n ? e : n;
+  return {b, e - b};
+}
+
+// ---- copies -----------------------------------------------------------------------------------
+
+// Block-wide copy of n bytes; 16-byte accesses when both pointers allow, else the widest that
+// does. Non-overlapping (or identical: then nothing to do).
+__device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t n) {
+  if (n == 0 || dst == src) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
+  const uint64_t t = static_cast<uint64_t>(tid()), nt = blockDim.x;
+  uint64_t done = 0;
+  if ((a & 15u) == 0) {
+    const uint64_t nv = n / 16;
+    const uint4* s = static_cast<const uint4*>(src);
+    uint4* d = static_cast<uint4*>(dst);
+    uint64_t i = t;
+    for (; i + 3 * nt < nv; i += 4 * nt) {  // four loads in flight per thread
+      uint4 v0 = s[i], v1 = s[i + nt], v2 = s[i + 2 * nt], v3 = s[i + 3 * nt];
+      d[i] = v0;
+      d[i + nt] = v1;
+      d[i + 2 * nt] = v2;
+      d[i + 3 * nt] = v3;
+    }
+    for (; i < nv; i += nt) d[i] = s[i];
+    done = nv * 16;
+  } else if ((a & 7u) == 0) {
+    const uint64_t nv = n / 8;
+    const uint2* s = static_cast<const uint2*>(src);
+    uint2* d = static_cast<uint2*>(dst);
+    for (uint64_t i = t; i < nv; i += nt) d[i] = s[i];
+    done = nv * 8;
+  } else if ((a & 3u) == 0) {
+    const uint64_t nv = n / 4;
+    const uint32_t* s = static_cast<const uint32_t*>(src);
+    uint32_t* d = static_cast<uint32_t*>(dst);
+    for (uint64_t i = t; i < nv; i += nt) d[i] = s[i];
+    done = nv * 4;
+  } else if ((a & 1u) == 0) {
+    const uint64_t nv = n / 2;
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    uint16_t* d = static_cast<uint16_t*>(dst);
+    for (uint64_t i = t; i < nv; i += nt) d[i] = s[i];
+    done = nv * 2;
+  }
+  const uint8_t* s = static_cast<const uint8_t*>(src);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  for (uint64_t i = done + t; i < n; i += nt) d[i] = s[i];
+}
+
+}  // namespace dev
+}  // namespace coccl

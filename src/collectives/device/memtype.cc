@@ -1,0 +1,67 @@
+#include "collectives/device/memtype.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace coccl {
+namespace {
+
+// The few driver API values used here (cuda.h, stable ABI).
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+constexpr CUresult kCudaSuccess = 0;
+constexpr int kAttrMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr int kAttrIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr unsigned kMemDevice = 2;  // CU_MEMORYTYPE_DEVICE
+constexpr unsigned kMemUnified = 4; // CU_MEMORYTYPE_UNIFIED
+
+using PointerGetAttributeFn = CUresult (*)(void*, int, CUdeviceptr);
+using CtxGetCurrentFn = CUresult (*)(void**);
+
+struct Driver {
+  PointerGetAttributeFn pointerGetAttribute = nullptr;
+  CtxGetCurrentFn ctxGetCurrent = nullptr;
+};
+
+const Driver& driver() {
+  static Driver d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // RTLD_NOLOAD first: in a process using CUDA the runtime has loaded it already.
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    d.pointerGetAttribute =
+        reinterpret_cast<PointerGetAttributeFn>(dlsym(h, "cuPointerGetAttribute"));
+    d.ctxGetCurrent = reinterpret_cast<CtxGetCurrentFn>(dlsym(h, "cuCtxGetCurrent"));
+  });
+  return d;
+}
+
+}  // namespace
+
+bool cudaDriverInitialised() {
+  const Driver& d = driver();
+  if (!d.ctxGetCurrent) return false;
+  void* ctx = nullptr;
+  return d.ctxGetCurrent(&ctx) == kCudaSuccess;  // CUDA_ERROR_NOT_INITIALIZED before cuInit
+}
+
+MemKind memKind(const void* p) {
+  if (!p) return MemKind::Host;
+  const Driver& d = driver();
+  if (!d.pointerGetAttribute) return MemKind::Host;
+  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  unsigned type = 0;
+  // Fails with CUDA_ERROR_NOT_INITIALIZED (no CUDA in this process) or CUDA_ERROR_INVALID_VALUE
+  // (plain host memory): both host.
+  if (d.pointerGetAttribute(&type, kAttrMemoryType, ptr) != kCudaSuccess) return MemKind::Host;
+  if (type == kMemDevice || type == kMemUnified) return MemKind::Device;
+  unsigned managed = 0;
+  if (d.pointerGetAttribute(&managed, kAttrIsManaged, ptr) == kCudaSuccess && managed)
+    return MemKind::Device;
+  return MemKind::Host;
+}
+
+}  // namespace coccl

@@ -1,0 +1,29 @@
+// CUDA runtime error handling for host code of the device path: a failing call throws
+// coccl::Error(cocclUnhandledCudaError) with the call, the CUDA error name and its string.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+#include "core/log.h"
+
+#define COCCL_CUDA_CHECK(call)                                                              \
+  do {                                                                                      \
+    cudaError_t coccl_cuda_err_ = (call);                                                   \
+    if (coccl_cuda_err_ != cudaSuccess) {                                                   \
+      (void)cudaGetLastError(); /* clear a non-sticky error so later calls start clean */  \
+      ::coccl::throwError(cocclUnhandledCudaError, "%s failed: %s (%s)", #call,             \
+                          cudaGetErrorName(coccl_cuda_err_),                                \
+                          cudaGetErrorString(coccl_cuda_err_));                             \
+    }                                                                                       \
+  } while (0)
+
+// For destructors and cleanup paths: logs instead of throwing.
+#define COCCL_CUDA_WARN(call)                                                               \
+  do {                                                                                      \
+    cudaError_t coccl_cuda_err_ = (call);                                                   \
+    if (coccl_cuda_err_ != cudaSuccess) {                                                   \
+      (void)cudaGetLastError();                                                             \
+      COCCL_WARN("%s failed: %s", #call, cudaGetErrorString(coccl_cuda_err_));              \
+    }                                                                                       \
+  } while (0)

@@ -1,0 +1,118 @@
+#include "device_cases.h"
+
+#include <sstream>
+
+#include "coll_util.h"
+
+namespace coccl::test {
+
+const char* dcollName(DColl c) {
+  static const char* n[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
+  return n[static_cast<int>(c)];
+}
+
+std::string describe(const DCase& c) {
+  std::ostringstream os;
+  os << dcollName(c.coll) << " " << typeName(c.dt) << " " << opName(c.op) << " count " << c.count
+     << (c.inPlace ? " in-place" : " out-of-place") << " root " << c.root << " codec "
+     << (c.codec ? cocclCodecName(c.codec) : "none/policy") << " seed " << c.seed;
+  return os.str();
+}
+
+namespace {
+
+cocclResult_t call(const DCase& c, const void* s, void* r, cocclComm_t comm, cudaStream_t st) {
+  switch (c.coll) {
+    case DColl::AllReduce:
+      return c.codec ? cocclAllReduceCodec(s, r, c.count, c.dt, c.op, c.codec, comm, st)
+                     : cocclAllReduce(s, r, c.count, c.dt, c.op, comm, st);
+    case DColl::ReduceScatter:
+      return c.codec ? cocclReduceScatterCodec(s, r, c.count, c.dt, c.op, c.codec, comm, st)
+                     : cocclReduceScatter(s, r, c.count, c.dt, c.op, comm, st);
+    case DColl::AllGather:
+      return c.codec ? cocclAllGatherCodec(s, r, c.count, c.dt, c.codec, comm, st)
+                     : cocclAllGather(s, r, c.count, c.dt, comm, st);
+    case DColl::Broadcast:
+      return cocclBroadcast(s, r, c.count, c.dt, c.root, comm, st);
+    case DColl::Reduce:
+      return cocclReduce(s, r, c.count, c.dt, c.op, c.root, comm, st);
+  }
+  return cocclInternalError;
+}
+
+}  // namespace
+
+DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s) {
+  DResult res;
+  const size_t n = static_cast<size_t>(r.nranks), me = static_cast<size_t>(r.rank);
+  const size_t es = elemSize(c.dt);
+  const size_t sendElems = c.coll == DColl::ReduceScatter ? n * c.count : c.count;
+  const size_t recvElems = c.coll == DColl::AllGather ? n * c.count : c.count;
+  const size_t bigElems = std::max(sendElems, recvElems);
+  std::vector<uint8_t> input =
+      c.input ? *c.input : randomInput(c.dt, sendElems, c.seed, r.rank);
+  EXPECT_EQ(input.size(), sendElems * es);
+  // Placement (offsets in elements into the receive buffer for in-place).
+  size_t inOff = 0, outOff = 0;
+  if (c.inPlace) {
+    if (c.coll == DColl::ReduceScatter) outOff = me * c.count;
+    if (c.coll == DColl::AllGather) inOff = me * c.count;
+  }
+  res.outOffset = outOff * es;
+  res.outBytes = recvElems * es;
+  const bool rootOnlyOut = c.coll == DColl::Reduce && !c.inPlace && r.rank != c.root;
+
+  // Device.
+  DevBuf dsend(sendElems * es, 0xEE), drecv(bigElems * es, 0xCD);
+  const void* dS;
+  void* dR;
+  if (c.inPlace) {
+    drecv.upload(input.data(), input.size(), inOff * es);
+    dS = drecv.data() + inOff * es;
+    dR = drecv.data() + outOff * es;
+  } else {
+    dsend.upload(input.data(), input.size());
+    dS = dsend.data();
+    dR = rootOnlyOut ? nullptr : drecv.data();
+  }
+  // Host.
+  std::vector<uint8_t> hsend(sendElems * es + 1, 0xEE), hrecv(bigElems * es + 1, 0xCD);
+  const void* hS;
+  void* hR;
+  if (c.inPlace) {
+    std::memcpy(hrecv.data() + inOff * es, input.data(), input.size());
+    hS = hrecv.data() + inOff * es;
+    hR = hrecv.data() + outOff * es;
+  } else {
+    std::memcpy(hsend.data(), input.data(), input.size());
+    hS = hsend.data();
+    hR = rootOnlyOut ? nullptr : hrecv.data();
+  }
+
+  cocclResult_t rd = call(c, dS, dR, r.comm, s);
+  EXPECT_EQ(rd, cocclSuccess) << "device " << describe(c) << ": " << cocclGetLastError(r.comm);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess) << describe(c);
+  cocclResult_t async = cocclSuccess;
+  EXPECT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+  EXPECT_EQ(async, cocclSuccess) << "device " << describe(c);
+  cocclResult_t rh = call(c, hS, hR, r.comm, nullptr);
+  EXPECT_EQ(rh, cocclSuccess) << "host " << describe(c) << ": " << cocclGetLastError(r.comm);
+
+  res.device = drecv.download();
+  hrecv.pop_back();
+  res.host = std::move(hrecv);
+  EXPECT_TRUE(drecv.guardsIntact()) << describe(c);
+  EXPECT_TRUE(dsend.guardsIntact()) << describe(c);
+  if (c.coll == DColl::ReduceScatter && c.codec && (c.dt == cocclFloat32 || c.dt == cocclFloat16 ||
+                                                    c.dt == cocclBfloat16)) {
+    // Host ReduceScatter accumulates from +0 (0 + -0 = +0), the device starts from the first
+    // term: the two agree except on the sign of an all-(-0) sum.
+    EXPECT_TRUE(sameFloatsUpToZeroSign(res.device, res.host, c.dt))
+        << "rank " << r.rank << " " << describe(c);
+  } else {
+    EXPECT_TRUE(sameBytes(res.device, res.host, es)) << "rank " << r.rank << " " << describe(c);
+  }
+  return res;
+}
+
+}  // namespace coccl::test

@@ -1,0 +1,41 @@
+// One collective call on device buffers and the same call on host buffers (the host path, the
+// reference), with nccl-tests' buffer placement; the outputs must match bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gpu_util.h"
+
+namespace coccl::test {
+
+enum class DColl { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+const char* dcollName(DColl c);
+
+struct DCase {
+  DColl coll = DColl::AllReduce;
+  cocclDataType_t dt = cocclFloat32;
+  cocclRedOp_t op = cocclSum;
+  size_t count = 0;  // the call's count (recvcount / sendcount for RS / AG)
+  bool inPlace = false;
+  int root = 0;
+  cocclCodec_t codec = nullptr;  // coccl*Codec with it (AllReduce, ReduceScatter, AllGather)
+  uint64_t seed = 1;
+  // Optional: overrides the random input of this rank (sendElems elements of dt).
+  const std::vector<uint8_t>* input = nullptr;
+};
+
+std::string describe(const DCase& c);
+
+struct DResult {
+  std::vector<uint8_t> device;  // the rank's receive buffer after the device call
+  std::vector<uint8_t> host;    // the same after the host-path call
+  size_t outOffset = 0, outBytes = 0;  // where the call's output lies in them
+};
+
+// Runs c on device buffers (stream s) and host buffers; checks API results, guard zones and
+// bitwise equality of the whole receive buffers (ReduceScatter through a codec: +-0 equal).
+// Returns the buffers for further checks.
+DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s);
+
+}  // namespace coccl::test

@@ -1,0 +1,216 @@
+#include "gpu_util.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "coll_util.h"
+#include "kernels/float_convert.h"
+#include "kernels/fp8.h"
+
+namespace coccl::test {
+
+bool gpuAvailable() {
+  static int cached = -1;
+  if (cached >= 0) return cached == 1;
+  if (access("/dev/nvidiactl", F_OK) != 0 && access("/dev/nvidia0", F_OK) != 0) {
+    cached = 0;
+    return false;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int n = 0;
+    _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 1);
+  }
+  int st = 0;
+  cached = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  return cached == 1;
+}
+
+void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOptions& opts) {
+  cocclUniqueId id;
+  ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess) << cocclGetLastError(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork failed";
+    if (pid == 0) {
+      for (const auto& kv : opts.env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+      bool ok = cudaSetDevice(0) == cudaSuccess && cudaFree(nullptr) == cudaSuccess;
+      if (!ok) {
+        std::fprintf(stderr, "rank %d: cannot use CUDA device 0\n", r);
+        _exit(2);
+      }
+      Rank rk{r, n, nullptr};
+      cocclConfig_t cfg = opts.config;
+      cocclResult_t res = cocclCommInitRankConfig(&rk.comm, n, id, r, &cfg);
+      if (res != cocclSuccess) {
+        std::fprintf(stderr, "rank %d: init failed: %s\n", r, cocclGetLastError(nullptr));
+        _exit(3);
+      }
+      body(rk);
+      if (opts.destroyComm && rk.comm) {
+        EXPECT_EQ(cocclCommDestroy(rk.comm), cocclSuccess) << cocclGetLastError(nullptr);
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    pids.push_back(pid);
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(opts.harnessTimeoutS);
+  std::vector<int> status(static_cast<size_t>(n), -1);
+  int left = n;
+  bool hung = false;
+  while (left > 0) {
+    for (int r = 0; r < n; ++r) {
+      if (status[r] != -1) continue;
+      int st = 0;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        status[r] = st;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      hung = true;
+      for (int r = 0; r < n; ++r)
+        if (status[r] == -1) kill(pids[r], SIGKILL);
+      for (int r = 0; r < n; ++r)
+        if (status[r] == -1) waitpid(pids[r], &status[r], 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (hung) ADD_FAILURE() << "ranks still running after " << opts.harnessTimeoutS << " s: killed";
+  for (int r = 0; r < n; ++r)
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
+        << "rank " << r << " (process) failed: status " << status[r];
+}
+
+DevBuf::DevBuf(size_t bytes, uint8_t fill) : bytes_(bytes) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, bytes + 2 * kGuard), cudaSuccess);
+  base_ = static_cast<char*>(p);
+  if (!base_) return;
+  EXPECT_EQ(cudaMemset(base_, kGuardByte, kGuard), cudaSuccess);
+  EXPECT_EQ(cudaMemset(base_ + kGuard + bytes, kGuardByte, kGuard), cudaSuccess);
+  this->fill(fill);
+}
+
+DevBuf::~DevBuf() {
+  if (base_) cudaFree(base_);
+}
+
+void DevBuf::fill(uint8_t v) {
+  if (bytes_) EXPECT_EQ(cudaMemset(data(), v, bytes_), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+void DevBuf::upload(const void* host, size_t bytes, size_t offset) {
+  if (!bytes) return;
+  EXPECT_LE(offset + bytes, bytes_);
+  EXPECT_EQ(cudaMemcpy(data() + offset, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+std::vector<uint8_t> DevBuf::download(size_t bytes, size_t offset) const {
+  std::vector<uint8_t> v(bytes);
+  if (bytes)
+    EXPECT_EQ(cudaMemcpy(v.data(), data() + offset, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
+bool DevBuf::guardsIntact() const {
+  std::vector<uint8_t> g(kGuard);
+  for (size_t off : {size_t{0}, kGuard + bytes_}) {
+    if (cudaMemcpy(g.data(), base_ + off, kGuard, cudaMemcpyDeviceToHost) != cudaSuccess)
+      return false;
+    for (uint8_t b : g)
+      if (b != kGuardByte) return false;
+  }
+  return true;
+}
+
+::testing::AssertionResult sameBytes(const std::vector<uint8_t>& got,
+                                     const std::vector<uint8_t>& want, size_t es) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << want.size();
+  if (std::memcmp(got.data(), want.data(), got.size()) == 0) return ::testing::AssertionSuccess();
+  std::ostringstream os;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size() / es; ++i) {
+    if (std::memcmp(&got[i * es], &want[i * es], es) == 0) continue;
+    if (bad < 4) {
+      os << " [elem " << i << ": got 0x";
+      for (size_t k = es; k-- > 0;) os << std::hex << static_cast<int>(got[i * es + k]) << std::dec;
+      os << " want 0x";
+      for (size_t k = es; k-- > 0;) os << std::hex << static_cast<int>(want[i * es + k]) << std::dec;
+      os << "]";
+    }
+    ++bad;
+  }
+  return ::testing::AssertionFailure() << bad << " of " << got.size() / es
+                                       << " elements differ:" << os.str();
+}
+
+::testing::AssertionResult sameFloatsUpToZeroSign(const std::vector<uint8_t>& got,
+                                                  const std::vector<uint8_t>& want,
+                                                  cocclDataType_t dt) {
+  const size_t es = elemSize(dt);
+  if (got.size() != want.size()) return sameBytes(got, want, es);
+  std::vector<uint8_t> g = got, w = want;
+  for (size_t i = 0; i < g.size() / es; ++i) {
+    // clear the sign of zeros on both sides
+    auto zero = [&](std::vector<uint8_t>& v) {
+      uint8_t* p = &v[i * es];
+      bool z = true;
+      for (size_t k = 0; k + 1 < es; ++k) z = z && p[k] == 0;
+      if (z && (p[es - 1] & 0x7f) == 0) p[es - 1] = 0;
+    };
+    zero(g);
+    zero(w);
+  }
+  return sameBytes(g, w, es);
+}
+
+std::vector<uint8_t> randomInput(cocclDataType_t dt, size_t count, uint64_t seed, int rank) {
+  const size_t es = elemSize(dt);
+  std::vector<uint8_t> v(count * es);
+  std::mt19937_64 gen(seed * 7919u + static_cast<uint64_t>(rank) * 104729u + 1);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (size_t i = 0; i < count; ++i) {
+    if (gen() % 16 == 0) {
+      uint64_t bits = gen();
+      std::memcpy(&v[i * es], &bits, es);
+      continue;
+    }
+    double x = normal(gen);
+    if (!isFloat(dt)) x = std::round(x * 20.0);
+    if (dt == cocclUint8 || dt == cocclUint32 || dt == cocclUint64) x = std::fabs(x);
+    setElem(dt, v.data(), i, x);
+  }
+  return v;
+}
+
+std::vector<uint8_t> hostPattern(size_t n, cocclDataType_t dt, int a, int b) {
+  std::vector<uint8_t> v(n * elemSize(dt));
+  for (size_t i = 0; i < n; ++i) {
+    // the same expression as fill_kernels.cu (small integers: exact in every type)
+    const int x = (a % 9 - 4) * (1 + static_cast<int>(i % 3)) + b;
+    setElem(dt, v.data(), i, static_cast<double>(x));
+  }
+  return v;
+}
+
+}  // namespace coccl::test

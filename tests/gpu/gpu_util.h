@@ -1,0 +1,88 @@
+// Helpers of the GPU tests (label gpu): GPU detection that never initialises CUDA in the test
+// process, a fork-per-rank runner whose children make device 0 current before creating their
+// communicator (several processes share one GPU through CUDA IPC), device buffers with guard
+// zones, and the placement of send/receive buffers as nccl-tests lays them out.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coccl.h"
+#include "harness/harness.h"
+
+namespace coccl::test {
+
+// True when a CUDA device is usable. Decided in a short-lived child process, so the test
+// process itself stays free of CUDA (it forks the ranks afterwards). Cached.
+bool gpuAvailable();
+
+#define COCCL_REQUIRE_GPU()                                                       \
+  do {                                                                            \
+    if (!::coccl::test::gpuAvailable()) GTEST_SKIP() << "no CUDA device: skipped"; \
+  } while (0)
+
+#define CUDA_OK(call)                                                             \
+  do {                                                                            \
+    cudaError_t e_ = (call);                                                      \
+    ASSERT_EQ(e_, cudaSuccess) << #call << ": " << cudaGetErrorString(e_);       \
+  } while (0)
+
+struct GpuRunOptions {
+  cocclConfig_t config = COCCL_CONFIG_INITIALIZER;
+  int harnessTimeoutS = 300;
+  bool destroyComm = true;
+  // Environment set in every child before anything else (e.g. COCCL_DEVICE_STAGING_BYTES).
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Runs body(rank) on n forked processes; each child calls cudaSetDevice(0), then
+// cocclCommInitRankConfig, the body, cocclCommDestroy. Failures are gtest failures (a child
+// exits 1 on failure; the parent reports which rank failed or hung).
+void runGpuRanks(int n, const std::function<void(Rank&)>& body,
+                 const GpuRunOptions& opts = GpuRunOptions());
+
+// Device buffer of `bytes` bytes with kGuard guard bytes on both sides (pattern kGuardByte).
+class DevBuf {
+ public:
+  static constexpr size_t kGuard = 256;
+  static constexpr uint8_t kGuardByte = 0x5A;
+  explicit DevBuf(size_t bytes, uint8_t fill = 0xCD);
+  ~DevBuf();
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  char* data() const { return base_ + kGuard; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* host, size_t bytes, size_t offset = 0);
+  std::vector<uint8_t> download(size_t bytes, size_t offset = 0) const;
+  std::vector<uint8_t> download() const { return download(bytes_); }
+  void fill(uint8_t v);
+  bool guardsIntact() const;
+
+ private:
+  char* base_ = nullptr;
+  size_t bytes_;
+};
+
+// Bitwise comparison; on mismatch reports the first few differing elements of size `es`.
+::testing::AssertionResult sameBytes(const std::vector<uint8_t>& got,
+                                     const std::vector<uint8_t>& want, size_t es);
+// As sameBytes for fp32/fp16/bf16 data, but +0 and -0 compare equal.
+::testing::AssertionResult sameFloatsUpToZeroSign(const std::vector<uint8_t>& got,
+                                                  const std::vector<uint8_t>& want,
+                                                  cocclDataType_t dt);
+
+// Random input of `count` elements of dt: mostly normal values (small integers for integer
+// types), every 16th element a random bit pattern (NaN, Inf, huge, tiny, signed zeros included).
+std::vector<uint8_t> randomInput(cocclDataType_t dt, size_t count, uint64_t seed, int rank);
+
+// A device kernel (fill_kernels.cu): buf[i] = pattern value (see there) for i < n, on stream.
+cudaError_t fillPattern(void* buf, size_t n, cocclDataType_t dt, int a, int b, cudaStream_t s);
+// The same values on the host.
+std::vector<uint8_t> hostPattern(size_t n, cocclDataType_t dt, int a, int b);
+
+}  // namespace coccl::test

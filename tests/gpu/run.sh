@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# GPU checks of coccl's device path, on a machine with a CUDA device (one H200 is enough: the
+# ranks are processes sharing it through CUDA IPC). From the repository root:
+#
+#   OUT=$OUT bash tests/gpu/run.sh                 # build, tests, sanitizers, perf (< 9 min)
+#   STEPS="build test" bash tests/gpu/run.sh       # a subset, e.g. to split over two calls
+#
+# Steps (STEPS, default "build test sanitize perf"):
+#   build     configure with CUDA (extra cmake arguments from $CMAKE_ARGS) and build
+#   test      ctest -L gpu: tests/gpu (device collectives) and tests/gpu/codec (codec kernels)
+#   sanitize  compute-sanitizer memcheck and racecheck on a small 2-rank case of every collective
+#   perf      coccl_perf --mem device all_reduce, 2 and 4 processes, uncompressed vs fp8_ash_ds,
+#             1 MiB .. 1 GiB; --input on the real TP tensors at 4 ranks, device and host path
+# Environment: OUT (default ./out), BUILD_DIR (default build-gpu, git-ignored), CMAKE_ARGS,
+#   CUDA_ARCH (default 90), COCCL_DATA_DIR (the tp_tensors manifest; default: .data,
+#   shared/data, ../shared/data), PERF_MAX (largest perf size, default 1G), TEST_TIMEOUT (s).
+# Results in $OUT: summary.txt (the short story), build.log, tests.log, sanitizer.log, perf.log.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+BDIR=${BUILD_DIR:-build-gpu}
+STEPS=${STEPS:-build test sanitize perf}
+CUDA_ARCH=${CUDA_ARCH:-90}
+PERF_MAX=${PERF_MAX:-1G}
+JOBS=$(nproc 2>/dev/null || echo 8)
+SUMMARY=$OUT/summary.txt
+T0=$(date +%s)
+status=0
+log() { echo "[gpu $(( $(date +%s) - T0 ))s] $*" | tee -a "$SUMMARY"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+
+if [ -z "${COCCL_DATA_DIR:-}" ]; then
+  for d in "$ROOT/.data" "$ROOT/shared/data" "$ROOT/../shared/data"; do
+    if [ -f "$d/tp_tensors_manifest.json" ]; then export COCCL_DATA_DIR=$d; break; fi
+  done
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader \
+  2>&1 | head -2 | sed 's/^/# gpu: /' | tee -a "$SUMMARY"
+
+# ---- build ---------------------------------------------------------------------------------
+if has build; then
+  log "configure $BDIR (sm_$CUDA_ARCH, ${CMAKE_ARGS:-no extra args})"
+  # shellcheck disable=SC2086
+  if ! cmake -S "$ROOT" -B "$BDIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOCCL_ENABLE_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DCOCCL_BUILD_SHIM=OFF ${CMAKE_ARGS:-} \
+      > "$OUT/build.log" 2>&1; then
+    log "configure FAILED (build.log)"
+    tail -25 "$OUT/build.log"
+    exit 1
+  fi
+  if ! timeout 420 ninja -C "$BDIR" -j "$JOBS" >> "$OUT/build.log" 2>&1; then
+    log "build FAILED or timed out (build.log)"
+    grep -E "error|FAILED" "$OUT/build.log" | head -30
+    exit 1
+  fi
+  log "build OK"
+fi
+PERF=$(find "$BDIR" -type f -name coccl_perf -perm -u+x | head -1)
+
+# ---- tests ---------------------------------------------------------------------------------
+if has test; then
+  log "ctest -L gpu"
+  timeout "${TEST_TIMEOUT:-300}" ctest --test-dir "$BDIR" -L gpu --output-on-failure \
+    --timeout 280 > "$OUT/tests.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && status=1
+  grep -E "tests passed|tests failed|\*\*\*Failed|Timeout|Not Run|SKIPPED|2000 AllReduces" \
+    "$OUT/tests.log" | head -40 | tee -a "$SUMMARY"
+  log "ctest exit $rc"
+fi
+
+# ---- compute-sanitizer -----------------------------------------------------------------------
+if has sanitize; then
+  TBIN=$(find "$BDIR" -type f -name test_device_collectives -perm -u+x | head -1)
+  if command -v compute-sanitizer > /dev/null && [ -n "$TBIN" ]; then
+    : > "$OUT/sanitizer.log"
+    for tool in memcheck racecheck; do
+      log "compute-sanitizer --tool $tool (DeviceSmoke, 2 ranks)"
+      timeout 150 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
+        "$TBIN" --gtest_filter='DeviceSmoke.*' --gtest_color=no >> "$OUT/sanitizer.log" 2>&1
+      rc=$?
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | tail -6 \
+        | tee -a "$SUMMARY"
+      log "$tool exit $rc"
+      [ $rc -ne 0 ] && status=1
+    done
+  else
+    log "sanitize: compute-sanitizer or test_device_collectives missing, skipped"
+  fi
+fi
+
+# ---- coccl_perf ------------------------------------------------------------------------------
+# nprocs, then coccl_perf arguments: torchrun-style variables, one process per rank, all on
+# device 0; rank 0's output goes to perf.log.
+launch() {
+  local n=$1
+  shift
+  local port=$(( 20000 + (RANDOM % 20000) ))
+  local pids=()
+  for ((r = 1; r < n; ++r)); do
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      timeout 300 "$PERF" "$@" > /dev/null 2>> "$OUT/perf.log" &
+    pids+=($!)
+  done
+  RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    timeout 300 "$PERF" "$@" >> "$OUT/perf.log" 2>&1
+  local rc=$?
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
+}
+
+if has perf; then
+  if [ -z "$PERF" ]; then
+    log "perf: no coccl_perf under $BDIR"
+    status=1
+  else
+    : > "$OUT/perf.log"
+    # Checked sweep (small sizes; the fp64 host check of 1 GiB would take minutes), then timing
+    # only up to PERF_MAX. bf16, sum; in-place and out-of-place (nccl-tests columns).
+    for n in 2 4; do
+      for codec in none fp8_ash_ds; do
+        echo "### all_reduce --mem device -np $n --codec $codec (checked, 1M..16M)" >> "$OUT/perf.log"
+        launch "$n" all_reduce --mem device -d bfloat16 -b 1M -e 16M -f 4 -n 3 -w 1 -c 1 \
+          --codec "$codec"
+        rc=$?
+        log "perf checked n=$n codec=$codec exit $rc"
+        [ $rc -ne 0 ] && status=1
+        echo "### all_reduce --mem device -np $n --codec $codec (timing, 1M..$PERF_MAX)" >> "$OUT/perf.log"
+        launch "$n" all_reduce --mem device -d bfloat16 -b 1M -e "$PERF_MAX" -f 4 -n 5 -w 2 -c 0 \
+          --codec "$codec"
+        rc=$?
+        log "perf timing n=$n codec=$codec exit $rc"
+        [ $rc -ne 0 ] && status=1
+      done
+    done
+    if [ -n "${COCCL_DATA_DIR:-}" ]; then
+      for mem in device host; do
+        echo "### all_reduce --input (real TP tensors) --mem $mem -np 4 --codec fp8_ash_ds" >> "$OUT/perf.log"
+        launch 4 all_reduce --input "$COCCL_DATA_DIR/tp_tensors_manifest.json" --mem "$mem" \
+          --codec fp8_ash_ds -n 3 -w 1
+        rc=$?
+        log "perf --input mem=$mem exit $rc"
+        [ $rc -ne 0 ] && status=1
+        grep -E "relL2 over|Result" "$OUT/perf.log" | tail -2 | tee -a "$SUMMARY"
+      done
+    else
+      log "perf --input: no tp_tensors_manifest.json found (set COCCL_DATA_DIR)"
+    fi
+    # The busbw columns of every sweep, for the summary.
+    grep -E "^###|^ +[0-9]+ +[0-9]+ +bfloat16" "$OUT/perf.log" | grep -v "^$" \
+      | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $9, $10, $11, $12, $14, $15}' \
+      | head -80 >> "$SUMMARY"
+  fi
+fi
+
+log "done, status $status (logs in $OUT)"
+exit $status

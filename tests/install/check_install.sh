@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the build tree into a scratch prefix, then builds and runs a consumer that uses
+# find_package(coccl), and one that uses pkg-config coccl.
+set -euo pipefail
+build=$1
+src=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake -S "$src/consumer" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/consumer/consumer"
+libdir=$(dirname "$(find "$work/prefix" -name coccl.pc | head -1)")
+PKG_CONFIG_PATH="$libdir" cc "$src/consumer/main.c" $(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs coccl) -o "$work/pc"
+LD_LIBRARY_PATH="$(dirname "$libdir")" "$work/pc"
