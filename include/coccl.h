@@ -186,7 +186,8 @@ COCCL_API cocclResult_t cocclGetVersion(int* version);
 COCCL_API cocclResult_t cocclGetUniqueId(cocclUniqueId* uniqueId);
 
 /* Creates this rank's communicator of `nranks` ranks; blocks until all ranks joined or
- * COCCL_TIMEOUT_MS passed. With COCCL_COMM_ID=host:port set, the id is ignored and rank 0 starts
+ * COCCL_TIMEOUT_MS passed. With COCCL_COMM_ID=host:port set, an all-zero id (or the id
+ * cocclGetUniqueId returns while it is set) means that address, and rank 0 starts
  * the root at that address (no id exchange needed). The rank runs on host memory; it also uses
  * the current CUDA device for device buffers in CUDA builds.
  * Errors: cocclInvalidArgument (comm NULL, nranks < 1, rank outside [0, nranks), bad id magic),

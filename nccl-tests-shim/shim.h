@@ -31,7 +31,7 @@ struct Env {
   std::string codecAllGather;
   long long compressMinBytes = 65536;  // COCCL_COMPRESS_MIN_BYTES
   bool compressAllReduce = false, compressReduceScatter = false, compressAllGather = false;
-  int debug = 1;                // 0 silent, 1 WARN, 2 INFO, 3 TRACE (COCCL_DEBUG)
+  int debug = 0;                // 0 silent (unset), 1 WARN, 2 INFO, 3 TRACE (COCCL_DEBUG)
 };
 const Env& env();
 void logf(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -55,20 +55,40 @@ uint64_t hashString(const std::string& s) {
   return h;
 }
 
+// The handle COCCL_COMM_ID describes (what cocclGetUniqueId returns while it is set).
+BootstrapHandle commIdHandle(const std::string& commId) {
+  BootstrapHandle bh;
+  std::memset(&bh, 0, sizeof(bh));
+  bh.magic = hashString(commId);
+  bh.root = parseHostPort(commId);
+  return bh;
+}
+
+bool allZero(const cocclUniqueId& id) {
+  for (char c : id.internal)
+    if (c) return false;
+  return true;
+}
+
 void initRank(cocclComm* handle, int nranks, const cocclUniqueId& id, int rank,
               const CommConfig& cfg) {
   BootstrapHandle bh;
+  std::memcpy(&bh, id.internal, sizeof(bh));
   const std::string& commId = env().commId;
+  // COCCL_COMM_ID (like NCCL_COMM_ID) applies to ids that carry its address (from
+  // cocclGetUniqueId while it is set) and to all-zero ids (ranks that never exchanged one);
+  // rank 0 then starts the root inside init. Any other id is used as it is, so programs with
+  // several communicators keep working.
   if (!commId.empty()) {
-    bh.magic = hashString(commId);
-    bh.root = parseHostPort(commId);
-    if (rank == 0) bootstrapCreateRootAt(bh.root, bh.magic);
-  } else {
-    std::memcpy(&bh, id.internal, sizeof(bh));
-    COCCL_CHECK_ARG(bh.magic != 0,
-                    "unique id is not initialised (call cocclGetUniqueId on one rank and pass "
-                    "its id to all)");
+    BootstrapHandle env = commIdHandle(commId);
+    if (allZero(id) || (bh.magic == env.magic && bh.root.toString() == env.root.toString())) {
+      bh = env;
+      if (rank == 0) bootstrapCreateRootAt(bh.root, bh.magic);
+    }
   }
+  COCCL_CHECK_ARG(bh.magic != 0,
+                  "unique id is not initialised (call cocclGetUniqueId on one rank and pass "
+                  "its id to all)");
   setLogRank(rank);
   handle->impl = std::make_unique<Communicator>(bh, rank, nranks, cfg);
   handle->cudaDev = handle->impl->cudaDevice();
@@ -83,6 +103,7 @@ cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank
     COCCL_CHECK_ARG(nranks >= 1, "nranks %d must be >= 1", nranks);
     COCCL_CHECK_ARG(rank >= 0 && rank < nranks, "rank %d is outside [0, %d)", rank, nranks);
     CommConfig cfg = makeConfig(config);
+    cfg.cudaDevice = DeviceComm::currentDevice();  // this thread's device, as NCCL records it
     handle = new cocclComm();
     *comm = handle;
     if (inGroup()) {
@@ -110,7 +131,11 @@ COCCL_API cocclResult_t cocclGetUniqueId(cocclUniqueId* uniqueId) {
     COCCL_CHECK_ARG(uniqueId != nullptr, "uniqueId is NULL");
     std::memset(uniqueId, 0, sizeof(*uniqueId));
     BootstrapHandle h;
-    bootstrapCreateRoot(&h);
+    if (!env().commId.empty()) {
+      h = commIdHandle(env().commId);  // rank 0 starts the root inside init
+    } else {
+      bootstrapCreateRoot(&h);
+    }
     std::memcpy(uniqueId->internal, &h, sizeof(h));
   });
 }

@@ -26,6 +26,9 @@ struct CommConfig {
   int ringMinRanks = 16;
   std::string name;
   PolicyConfig policy;
+  // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use
+  // by the process); the device path uses it (deferred group inits run on other threads).
+  int cudaDevice = -1;
 };
 
 // Statistics of the last collective (for perf tools).

@@ -75,7 +75,7 @@ int64_t getInt(const char* name, int64_t def) {
 }
 
 void readAll() {
-  g_env.debug = getStr("COCCL_DEBUG", "WARN");
+  g_env.debug = getStr("COCCL_DEBUG");
   g_env.debugSubsys = getStr("COCCL_DEBUG_SUBSYS", "");
   g_env.debugFile = getStr("COCCL_DEBUG_FILE", "");
   g_env.commId = getStr("COCCL_COMM_ID");

@@ -114,7 +114,9 @@ DevBuf::~DevBuf() {
 }
 
 void DevBuf::fill(uint8_t v) {
-  if (bytes_) EXPECT_EQ(cudaMemset(data(), v, bytes_), cudaSuccess);
+  if (bytes_) {
+    EXPECT_EQ(cudaMemset(data(), v, bytes_), cudaSuccess);
+  }
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
@@ -126,8 +128,9 @@ void DevBuf::upload(const void* host, size_t bytes, size_t offset) {
 
 std::vector<uint8_t> DevBuf::download(size_t bytes, size_t offset) const {
   std::vector<uint8_t> v(bytes);
-  if (bytes)
+  if (bytes) {
     EXPECT_EQ(cudaMemcpy(v.data(), data() + offset, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
   return v;
 }
 

@@ -226,7 +226,9 @@ TEST_P(DeviceExact, SendRecv) {
         ASSERT_EQ(cocclRecv(b.data(), count, cocclFloat32, 0, r.comm, s), cocclSuccess);
       }
       CUDA_OK(cudaStreamSynchronize(s));
-      if (me == 1) EXPECT_TRUE(sameBytes(b.download(), d, 4));
+      if (me == 1) {
+        EXPECT_TRUE(sameBytes(b.download(), d, 4));
+      }
     }
     // A collective after the point-to-point traffic still lines up.
     DCase c;

@@ -176,6 +176,17 @@ DeviceComm::~DeviceComm() {
   }
 }
 
+int DeviceComm::currentDevice() {
+  // Never initialise CUDA here: a process that has not touched CUDA stays fork-safe.
+  if (!cudaDriverInitialised()) return -1;
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
 std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   std::unique_ptr<DeviceComm> d(new DeviceComm());
   d->impl_ = std::make_unique<Impl>(c);
@@ -183,14 +194,7 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   const Env& e = env();
   const int p = c.nranks();
   m.nblocks = static_cast<int>(e.deviceBlocks);
-  int dev = -1;
-  // Never initialise CUDA here: a process that has not touched CUDA stays fork-safe.
-  if (cudaDriverInitialised()) {
-    if (cudaGetDevice(&dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      dev = -1;
-    }
-  }
+  int dev = c.config().cudaDevice;  // recorded by cocclCommInitRank on the caller's thread
   if (p > dev::kMaxRanks) dev = -1;  // every rank sees the same p: all agree
   m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(e.deviceStagingBytes));
   std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,

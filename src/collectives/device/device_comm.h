@@ -28,6 +28,9 @@ class DeviceComm {
   // Collective over the communicator's bootstrap: every rank calls it during init, in order.
   // Never returns null in CUDA builds (check usable()); null in host-only builds.
   static std::unique_ptr<DeviceComm> create(Communicator& c);
+  // The CUDA device current on the calling thread when this process already uses CUDA, else -1.
+  // Never initialises CUDA (fork safety); -1 in host-only builds.
+  static int currentDevice();
   ~DeviceComm();
   DeviceComm(const DeviceComm&) = delete;
   DeviceComm& operator=(const DeviceComm&) = delete;

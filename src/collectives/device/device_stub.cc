@@ -12,6 +12,7 @@ DeviceComm::DeviceComm() = default;
 DeviceComm::~DeviceComm() = default;
 
 std::unique_ptr<DeviceComm> DeviceComm::create(Communicator&) { return nullptr; }
+int DeviceComm::currentDevice() { return -1; }
 
 namespace {
 [[noreturn]] void noDevice() {

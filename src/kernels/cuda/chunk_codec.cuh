@@ -7,7 +7,7 @@
 //
 // encodeChunk / decodeChunk / reduceChunk dispatch at run time on the CodecDesc (codec, FP8
 // format, G) to the tile implementations encodeChunkT / decodeChunkT / reduceChunkT
-// (tile_codec.cuh: 32 elements a lane in 16-byte runs, the fast path). The collective kernels
+// (tile_codec.cuh: 16-byte runs, 32 elements a lane, 16 for reduceChunk). The collective kernels
 // (src/collectives/device) call these on the parts of a message they own; the codec kernels
 // (codec_kernels.cuh) are thin grid-wide wrappers of the ...T versions.
 //
@@ -240,12 +240,13 @@ __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t 
 // self = -1: no raw input (ins[self] is never read). Equals the host's decodeReduceEncode, and
 // with self = 0, selfIn = userOut = acc (fp32), ins[1..p) payloads, the host's decodeAccumulate
 // of ins[1], ins[2], ... in that order. The payload of the next rank is fetched while the
-// current one is decoded.
-template <class Fam, int G, class Tag>
+// current one is decoded. Elems: elements a lane; kEncode = false compiles out the encode
+// (outPayload must be null), which leaves room for 32 elements a lane.
+template <class Fam, int G, class Tag, int Elems = COCCL_REDUCE_TILE_ELEMS, bool kEncode = true>
 __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                              const typename Tag::T* selfIn, size_t n, float scale,
                              uint8_t* outPayload, typename Tag::T* userOut, WarpSet ws) {
-  using S = typename TileRun<G, sizeof(typename Tag::T), COCCL_REDUCE_TILE_ELEMS>::Shape;
+  using S = typename TileRun<G, sizeof(typename Tag::T), Elems>::Shape;
   using C = typename Fam::template Tile<S>;
   constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
   const typename C::Params prm = C::params(d);
@@ -305,7 +306,7 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
         for (int e = 0; e < E0; ++e)
           if (base + S::runStart(j, lig) + e >= n) acc[j][e] = 0.0f;
     }
-    if (outPayload != nullptr) {
+    if (kEncode && outPayload != nullptr) {
       float v[E1][E0];
 #pragma unroll
       for (int j = 0; j < E1; ++j)

@@ -35,9 +35,8 @@ void decodeAccumulate(const CodecDesc& d, const void* const* ins, int p, size_t 
     detail::dispatchG(d.block, [&](auto g) {
       using Fam = decltype(fam);
       constexpr int G = decltype(g)::value;
-      using Tag = kdev::Fp32Tag;
-      detail::launch<detail::reduceKernel<Fam, G, Tag>>(
-          a, detail::warpsFor<G, Tag, COCCL_REDUCE_TILE_ELEMS>(nb), stream, kWhat);
+      detail::launch<detail::accumulateKernel<Fam, G>>(a, detail::warpsFor<G, kdev::Fp32Tag>(nb),
+                                                       stream, kWhat);
     });
   });
 }

@@ -88,6 +88,18 @@ __global__ void __launch_bounds__(kThreads, kReduceMinCtas)
                                   a.out, static_cast<typename Tag::T*>(a.userOut), gridWarps());
 }
 
+// decodeAccumulate: reduceChunkT without the encode, fp32 accumulator.
+#ifndef COCCL_KERNELS_ACCUMULATE_MIN_CTAS
+#define COCCL_KERNELS_ACCUMULATE_MIN_CTAS 3
+#endif
+template <class Fam, int G>
+__global__ void __launch_bounds__(kThreads, COCCL_KERNELS_ACCUMULATE_MIN_CTAS)
+    accumulateKernel(const __grid_constant__ ReduceArgs a) {
+  kdev::reduceChunkT<Fam, G, kdev::Fp32Tag, COCCL_ACCUMULATE_TILE_ELEMS, false>(
+      a.d, a.ins, a.p, a.self, static_cast<const float*>(a.selfIn), a.n, a.scale, nullptr,
+      static_cast<float*>(a.userOut), gridWarps());
+}
+
 // ---- host side ----------------------------------------------------------------------------------
 
 // Throws Error(cocclUnhandledCudaError) naming `what` if e is not cudaSuccess.

@@ -37,12 +37,16 @@
 // Elements each lane holds of one block (capped at G): encode / decode hold 32 (the per-block
 // scalar work, a sqrt and three IEEE divisions, is paid once per 1024 elements a warp, and G=128
 // needs two lane stages); the reductions, which keep an accumulator, a decoded input and the
-// tile being encoded live at once, hold 16. Compile-time knobs for experiments.
+// tile being encoded live at once, hold 16 (decode-accumulate, without the encode, too: at 32
+// it spills under the 80-register cap). Compile-time knobs for experiments.
 #ifndef COCCL_TILE_ELEMS
 #define COCCL_TILE_ELEMS 32
 #endif
 #ifndef COCCL_REDUCE_TILE_ELEMS
 #define COCCL_REDUCE_TILE_ELEMS 16
+#endif
+#ifndef COCCL_ACCUMULATE_TILE_ELEMS
+#define COCCL_ACCUMULATE_TILE_ELEMS 16
 #endif
 
 namespace coccl {
@@ -242,6 +246,16 @@ __device__ __forceinline__ bool blockIsRaw(float amax) {
   return !(amax > 0.0f) || !(amax < kmath::bitsFloat(0x7f800000u));
 }
 
+// blockIsRaw(max |x|) of each group's block, from its energy when that decides: 0 < energy < Inf
+// only if the block is finite (a NaN makes the sum NaN, an Inf makes it Inf) and not all +-0
+// (else the sum is 0). Only when some block of the warp has energy 0 (all zero, or tiny values
+// whose squares underflow), Inf (Inf, or huge values) or NaN does the warp take max |x|.
+template <class S>
+__device__ __forceinline__ bool rawByEnergy(float energy, const float (&x)[S::kE1][S::kE0]) {
+  if (__all_sync(kFullMask, energy > 0.0f && energy < kmath::bitsFloat(0x7f800000u))) return false;
+  return blockIsRaw(groupMaxAbs<S::kL>(tileMaxAbs<S>(x)));
+}
+
 // ---- fp8_ash_ds --------------------------------------------------------------------------------
 
 template <class F, class S>
@@ -263,12 +277,11 @@ struct TileAsh {
                                                     uint32_t (&q)[E1][W], int lig,
                                                     const Params& p) {
     using namespace kmath;
-    const float amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
-    bool raw = blockIsRaw(amax);
+    const float energy = tileEnergy<S>(v);
+    bool raw = rawByEnergy<S>(energy, v);
     float inv = 0.0f, c = 0.0f;
     if (!__all_sync(kFullMask, raw)) {
-      const float alpha =
-          tileAlpha<G>(tileEnergy<S>(v), Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
+      const float alpha = tileAlpha<G>(energy, Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
 #pragma unroll
       for (int j = 0; j < E1; ++j)
 #pragma unroll
@@ -405,14 +418,20 @@ struct TileInt8 {
                                                     uint32_t (&q)[E1][W], int lig,
                                                     const Params& p) {
     using namespace kmath;
-    const float amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
-    bool raw = blockIsRaw(amax);
+    float amax = 0.0f, energy = 0.0f;
+    bool raw;
+    if (p.rotate) {
+      energy = tileEnergy<S>(v);
+      raw = rawByEnergy<S>(energy, v);
+    } else {
+      amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
+      raw = blockIsRaw(amax);
+    }
     float inv = 0.0f, c = 0.0f;
     if (!__all_sync(kFullMask, raw)) {
       float m;
       if (p.rotate) {
-        const float alpha =
-            tileAlpha<G>(tileEnergy<S>(v), K::kQmax, K::kLambda, K::kAlphaMin, K::kAlphaMax);
+        const float alpha = tileAlpha<G>(energy, K::kQmax, K::kLambda, K::kAlphaMin, K::kAlphaMax);
 #pragma unroll
         for (int j = 0; j < E1; ++j)
 #pragma unroll

@@ -287,14 +287,27 @@ TEST(EmulatedDeviceCodec, DecodeAccumulateMatchesTheHost) {
           c->decodeAccumulate(payloads[r].data(), n, cocclBfloat16, want.data());
         std::vector<const uint8_t*> ptrs(p + 1, nullptr);
         for (int r = 0; r < p; ++r) ptrs[r + 1] = payloads[r].data();
-        runWarps(3, [&](WarpSet ws) {
-          kdev::reduceChunk<kdev::Fp32Tag>(d, ptrs.data(), p + 1, 0, acc.data(), n, 1.0f, nullptr,
-                                           acc.data(), ws);
-        });
-        std::vector<uint8_t> gb(n * 4), wb(n * 4);
-        std::memcpy(gb.data(), acc.data(), n * 4);
+        std::vector<uint8_t> wb(n * 4);
         std::memcpy(wb.data(), want.data(), n * 4);
-        EXPECT_EQ(firstTypedDiff(gb, wb, cocclFloat32, true), -1);
+        // reduceChunk (with the encode compiled in) and the accumulate kernel's instantiation
+        for (int variant = 0; variant < 2; ++variant) {
+          std::vector<float> a = acc;
+          runWarps(3, [&](WarpSet ws) {
+            if (variant == 0) {
+              kdev::reduceChunk<kdev::Fp32Tag>(d, ptrs.data(), p + 1, 0, a.data(), n, 1.0f, nullptr,
+                                               a.data(), ws);
+            } else {
+              COCCL_DISPATCH_FAMILY(
+                  d, COCCL_DISPATCH_G(d, (kdev::reduceChunkT<kFam, kG, kdev::Fp32Tag,
+                                                             COCCL_ACCUMULATE_TILE_ELEMS, false>(
+                                             d, ptrs.data(), p + 1, 0, a.data(), n, 1.0f, nullptr,
+                                             a.data(), ws))));
+            }
+          });
+          std::vector<uint8_t> gb(n * 4);
+          std::memcpy(gb.data(), a.data(), n * 4);
+          EXPECT_EQ(firstTypedDiff(gb, wb, cocclFloat32, true), -1) << "variant " << variant;
+        }
       }
     }
   }
