@@ -14,7 +14,10 @@
 #                                    the checkout has no .ucx/ (dpkg -x of libucx-dev, which
 #                                    coccl's CMake finds by itself)
 #      STEPS=nccl,passthrough,compressed,torch  which runs (the builds always happen)
-#      NP=2 CODEC=fp8_ash_ds MAXBYTES=64M NCCL_TESTS_DEVICE=0
+#      NP=2 CODEC=fp8_ash_ds MAXBYTES=64M NCCL_TESTS_DEVICE=0 RUN_TIMEOUT=300 (s per run)
+#      TESTS="all_reduce reduce_scatter all_gather broadcast"  COMPRESSED_TYPES="float bfloat16"
+#      USE_MPS=1  start a private MPS control daemon for the runs (stopped at exit): without
+#                 it, the ranks' kernels on the one GPU are time-sliced (milliseconds a step)
 # About 5-8 minutes on the one-H200 machine with the defaults (builds ~2 min).
 set -uo pipefail
 export LC_ALL=C
@@ -30,6 +33,9 @@ NP=${NP:-2}
 CODEC=${CODEC:-fp8_ash_ds}
 MAXBYTES=${MAXBYTES:-64M}
 STEPS=${STEPS:-nccl,passthrough,compressed,torch}
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+read -r -a tests <<<"${TESTS:-all_reduce reduce_scatter all_gather broadcast}"
+read -r -a ctypes <<<"${COMPRESSED_TYPES:-float bfloat16}"
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
 status=0
 step() { echo "=== $*" | tee -a "$out/summary.txt"; }
@@ -86,18 +92,27 @@ else
 fi
 
 # ---- 3. runs ---------------------------------------------------------------------------------
+if [ "${USE_MPS:-0}" = 1 ] && command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=$work/mps-pipe CUDA_MPS_LOG_DIRECTORY=$work/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    trap 'echo quit | nvidia-cuda-mps-control' EXIT
+    note "MPS control daemon started (pipe $CUDA_MPS_PIPE_DIRECTORY)"
+  fi
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$NP"
      --mca btl self,vader --mca btl_vader_single_copy_mechanism none
      -x NCCL_TESTS_DEVICE -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME -x COCCL_SOCKET_IFNAME
      -x NCCL_DEBUG=${NCCL_DEBUG:-WARN} -x COCCL_DEBUG=${COCCL_DEBUG:-WARN} -x PATH)
+[ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpi+=(-x CUDA_MPS_PIPE_DIRECTORY)
 [ -n "${LD_LIBRARY_PATH:-}" ] && mpi+=(-x LD_LIBRARY_PATH)
 run() {  # run MODE TEST DTYPE CHECK [mpirun -x args...]
   local mode=$1 test=$2 dt=$3 check=$4
   shift 4
   local log="$out/${mode}_${test}_${dt}.log"
   note "--- $mode $test -d $dt -c $check"
-  if timeout 300 "${mpi[@]}" "$@" "$here/mpi_rank.sh" "$nt/${test}_perf" -b 8 -e "$MAXBYTES" -f 4 \
+  if timeout "$RUN_TIMEOUT" "${mpi[@]}" "$@" "$here/mpi_rank.sh" "$nt/${test}_perf" -b 8 -e "$MAXBYTES" -f 4 \
        -g 1 -d "$dt" -c "$check" -n 10 -w 3 >"$log" 2>&1; then
     grep -E "Avg bus bandwidth|Out of bounds" "$log" | tee -a "$out/summary.txt"
     if [ "$check" = 1 ] && awk '/^ +[0-9]+ +[0-9]+ / && ($9 != "0" || $13 != "0") {bad=1} END {exit !bad}' "$log"; then
@@ -107,7 +122,6 @@ run() {  # run MODE TEST DTYPE CHECK [mpirun -x args...]
     note "    FAILED (rc $?): $(tail -3 "$log" | tr '\n' ' ')"; status=1
   fi
 }
-tests=(all_reduce reduce_scatter all_gather broadcast)
 if want nccl; then
   step "nccl: the real NCCL alone (baseline)"
   for t in "${tests[@]}"; do run nccl "$t" float 1; done
@@ -118,7 +132,7 @@ if want passthrough; then
 fi
 if want compressed; then
   step "compressed: shim preloaded, COCCL_CODEC=$CODEC"
-  for dt in float bfloat16; do
+  for dt in "${ctypes[@]}"; do
     for t in "${tests[@]}"; do
       run compressed "$t" "$dt" 0 -x LD_PRELOAD="$COCCL_SHIM" -x COCCL_CODEC="$CODEC"
     done
@@ -139,7 +153,7 @@ if want torch; then
   fi
   for mode in passthrough compressed; do
     codec=""; [ $mode = compressed ] && codec=$CODEC
-    if COCCL_CODEC=$codec timeout 300 python3 "$here/torch_check.py" --shim "$COCCL_SHIM" \
+    if COCCL_CODEC=$codec timeout "$RUN_TIMEOUT" python3 "$here/torch_check.py" --shim "$COCCL_SHIM" \
          --codec "${codec:-none}" >"$out/torch_${mode}.log" 2>&1; then
       note "torch_check $mode: $(tail -1 "$out/torch_${mode}.log")"
     else

@@ -122,7 +122,8 @@ def main():
         os.environ["LD_PRELOAD"] = os.path.realpath(args.shim)  # for the spawned processes
     for var, val in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                      ("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_SOCKET_IFNAME", "lo"),
-                     ("COCCL_SOCKET_IFNAME", "lo")):
+                     ("COCCL_SOCKET_IFNAME", "lo"), ("NCCL_DEBUG", "WARN"),
+                     ("COCCL_DEBUG", "WARN")):
         os.environ.setdefault(var, val)
     os.environ.pop("COCCL_COMM_ID", None)
     with socket.socket() as s:

@@ -34,7 +34,8 @@ struct DResult {
 };
 
 // Runs c on device buffers (stream s) and host buffers; checks API results, guard zones and
-// bitwise equality of the whole receive buffers (ReduceScatter through a codec: +-0 equal).
+// bitwise equality of the whole receive buffers (fp32/fp64 NaN payloads aside; ReduceScatter
+// through a codec: +-0 equal).
 // Returns the buffers for further checks.
 DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s);
 

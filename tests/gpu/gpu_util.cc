@@ -36,67 +36,20 @@ bool gpuAvailable() {
 }
 
 void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOptions& opts) {
-  cocclUniqueId id;
-  ASSERT_EQ(cocclGetUniqueId(&id), cocclSuccess) << cocclGetLastError(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0) << "fork failed";
-    if (pid == 0) {
-      for (const auto& kv : opts.env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
-      bool ok = cudaSetDevice(0) == cudaSuccess && cudaFree(nullptr) == cudaSuccess;
-      if (!ok) {
-        std::fprintf(stderr, "rank %d: cannot use CUDA device 0\n", r);
-        _exit(2);
-      }
-      Rank rk{r, n, nullptr};
-      cocclConfig_t cfg = opts.config;
-      cocclResult_t res = cocclCommInitRankConfig(&rk.comm, n, id, r, &cfg);
-      if (res != cocclSuccess) {
-        std::fprintf(stderr, "rank %d: init failed: %s\n", r, cocclGetLastError(nullptr));
-        _exit(3);
-      }
-      body(rk);
-      if (opts.destroyComm && rk.comm) {
-        EXPECT_EQ(cocclCommDestroy(rk.comm), cocclSuccess) << cocclGetLastError(nullptr);
-      }
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(::testing::Test::HasFailure() ? 1 : 0);
-    }
-    pids.push_back(pid);
-  }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(opts.harnessTimeoutS);
-  std::vector<int> status(static_cast<size_t>(n), -1);
-  int left = n;
-  bool hung = false;
-  while (left > 0) {
-    for (int r = 0; r < n; ++r) {
-      if (status[r] != -1) continue;
-      int st = 0;
-      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
-        status[r] = st;
-        --left;
-      }
-    }
-    if (left == 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      hung = true;
-      for (int r = 0; r < n; ++r)
-        if (status[r] == -1) kill(pids[r], SIGKILL);
-      for (int r = 0; r < n; ++r)
-        if (status[r] == -1) waitpid(pids[r], &status[r], 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (hung) ADD_FAILURE() << "ranks still running after " << opts.harnessTimeoutS << " s: killed";
-  for (int r = 0; r < n; ++r)
-    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
-        << "rank " << r << " (process) failed: status " << status[r];
+  RunOptions ro;
+  ro.config = opts.config;
+  ro.destroyComm = opts.destroyComm;
+  ro.harnessTimeoutS = opts.harnessTimeoutS;
+  runProcessRanks(
+      n,
+      [&opts](int r) {
+        for (const auto& kv : opts.env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+        if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+          std::fprintf(stderr, "rank %d: cannot use CUDA device 0\n", r);
+          _exit(2);
+        }
+      },
+      body, ro);
 }
 
 DevBuf::DevBuf(size_t bytes, uint8_t fill) : bytes_(bytes) {
@@ -167,6 +120,32 @@ bool DevBuf::guardsIntact() const {
                                        << " elements differ:" << os.str();
 }
 
+::testing::AssertionResult sameValues(const std::vector<uint8_t>& got,
+                                      const std::vector<uint8_t>& want, cocclDataType_t dt) {
+  const size_t es = elemSize(dt);
+  if (got.size() != want.size() || (dt != cocclFloat32 && dt != cocclFloat64))
+    return sameBytes(got, want, es);
+  std::vector<uint8_t> g = got, w = want;
+  for (size_t i = 0; i + es <= g.size(); i += es) {
+    bool gn, wn;
+    if (es == 4) {
+      float a, b;
+      std::memcpy(&a, &g[i], 4);
+      std::memcpy(&b, &w[i], 4);
+      gn = std::isnan(a);
+      wn = std::isnan(b);
+    } else {
+      double a, b;
+      std::memcpy(&a, &g[i], 8);
+      std::memcpy(&b, &w[i], 8);
+      gn = std::isnan(a);
+      wn = std::isnan(b);
+    }
+    if (gn && wn) std::memcpy(&g[i], &w[i], es);
+  }
+  return sameBytes(g, w, es);
+}
+
 ::testing::AssertionResult sameFloatsUpToZeroSign(const std::vector<uint8_t>& got,
                                                   const std::vector<uint8_t>& want,
                                                   cocclDataType_t dt) {
@@ -184,7 +163,7 @@ bool DevBuf::guardsIntact() const {
     zero(g);
     zero(w);
   }
-  return sameBytes(g, w, es);
+  return sameValues(g, w, dt);  // and NaN payloads aside
 }
 
 std::vector<uint8_t> randomInput(cocclDataType_t dt, size_t count, uint64_t seed, int rank) {

@@ -33,8 +33,9 @@ bool gpuAvailable();
   } while (0)
 
 struct GpuRunOptions {
-  cocclConfig_t config = COCCL_CONFIG_INITIALIZER;
-  int harnessTimeoutS = 300;
+  // A device wait that never ends becomes an error after 60 s (not the 5-minute default).
+  cocclConfig_t config = configWithTimeout(60000);
+  int harnessTimeoutS = 240;
   bool destroyComm = true;
   // Environment set in every child before anything else (e.g. COCCL_DEVICE_STAGING_BYTES).
   std::vector<std::pair<std::string, std::string>> env;
@@ -71,7 +72,12 @@ class DevBuf {
 // Bitwise comparison; on mismatch reports the first few differing elements of size `es`.
 ::testing::AssertionResult sameBytes(const std::vector<uint8_t>& got,
                                      const std::vector<uint8_t>& want, size_t es);
-// As sameBytes for fp32/fp16/bf16 data, but +0 and -0 compare equal.
+// As sameBytes, but fp32 / fp64 NaNs compare equal whatever their payloads (a sum with NaN
+// inputs returns a canonical NaN on the GPU, a payload-carrying one on the CPU; fp16, bf16 and
+// fp8 results go through conversions that canonicalise NaN on both).
+::testing::AssertionResult sameValues(const std::vector<uint8_t>& got,
+                                      const std::vector<uint8_t>& want, cocclDataType_t dt);
+// As sameValues for fp32/fp16/bf16 data, but +0 and -0 compare equal too.
 ::testing::AssertionResult sameFloatsUpToZeroSign(const std::vector<uint8_t>& got,
                                                   const std::vector<uint8_t>& want,
                                                   cocclDataType_t dt);

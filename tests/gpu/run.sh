@@ -8,6 +8,8 @@
 # Steps (STEPS, default "build test sanitize perf"):
 #   build     configure with CUDA (extra cmake arguments from $CMAKE_ARGS) and build
 #   test      ctest -L gpu: tests/gpu (device collectives) and tests/gpu/codec (codec kernels)
+#   each      every test of test_device_collectives on its own (timeout EACH_TIMEOUT s, default
+#             150), one log per test under $OUT/each: a hang costs one test, not the run
 #   sanitize  compute-sanitizer memcheck and racecheck on a small 2-rank case of every collective
 #   perf      coccl_perf --mem device all_reduce, 2 and 4 processes, uncompressed vs fp8_ash_ds,
 #             1 MiB .. 1 GiB; --input on the real TP tensors at 4 ranks, device and host path
@@ -16,6 +18,7 @@
 #   shared/data, ../shared/data), PERF_MAX (largest perf size, default 1G), TEST_TIMEOUT (s).
 # Results in $OUT: summary.txt (the short story), build.log, tests.log, sanitizer.log, perf.log.
 set -uo pipefail
+shopt -s extglob
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=${OUT:-$ROOT/out}
@@ -69,6 +72,21 @@ if has test; then
   grep -E "tests passed|tests failed|\*\*\*Failed|Timeout|Not Run|SKIPPED|2000 AllReduces" \
     "$OUT/tests.log" | head -40 | tee -a "$SUMMARY"
   log "ctest exit $rc"
+fi
+
+# ---- each device test on its own --------------------------------------------------------------
+if has each; then
+  TBIN=$(find "$BDIR" -type f -name test_device_collectives -perm -u+x | head -1)
+  mkdir -p "$OUT/each"
+  for t in $("$TBIN" --gtest_list_tests | awk '/^[^ ]/ {s=$1; next} {print s $1}'); do
+    [ -n "${EACH_FILTER:-}" ] && [[ "$t" != ${EACH_FILTER} ]] && continue
+    t0=$(date +%s)
+    timeout "${EACH_TIMEOUT:-150}" "$TBIN" --gtest_filter="$t" --gtest_color=no \
+      > "$OUT/each/${t//\//_}.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && status=1
+    log "each $t exit $rc in $(( $(date +%s) - t0 )) s"
+  done
 fi
 
 # ---- compute-sanitizer -----------------------------------------------------------------------
@@ -150,7 +168,7 @@ if has perf; then
     fi
     # The busbw columns of every sweep, for the summary.
     grep -E "^###|^ +[0-9]+ +[0-9]+ +bfloat16" "$OUT/perf.log" | grep -v "^$" \
-      | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $9, $10, $11, $12, $14, $15}' \
+      | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16}' \
       | head -80 >> "$SUMMARY"
   fi
 fi

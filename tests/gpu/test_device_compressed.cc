@@ -19,7 +19,7 @@ namespace {
 
 GpuRunOptions smallStaging() {
   GpuRunOptions o;
-  o.config.timeoutMs = 120000;
+  o.config.timeoutMs = 30000;
   o.env = {{"COCCL_DEVICE_STAGING_BYTES", "1M"}};
   return o;
 }

@@ -22,7 +22,7 @@ const cocclRedOp_t kAllOps[] = {cocclSum, cocclProd, cocclMax, cocclMin, cocclAv
 
 GpuRunOptions smallStaging() {
   GpuRunOptions o;
-  o.config.timeoutMs = 120000;
+  o.config.timeoutMs = 30000;
   // 1 MiB of staging: sub-slots of a few KiB, so that modest counts take several rounds.
   o.env = {{"COCCL_DEVICE_STAGING_BYTES", "1M"}};
   return o;

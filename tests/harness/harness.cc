@@ -35,17 +35,27 @@ void runRanks(int n, Mode mode, const std::function<void(Rank&)>& body, const Ru
     for (auto& t : threads) t.join();
     return;
   }
-  // Processes: fork first, then rank 0 creates the unique id (and its root thread) and hands
-  // it to the others through pipes. Forking while a thread of this process is running (the
-  // root's) could hand a child a lock held mid-call by that thread (e.g. UCX's memory-hook
-  // lock around mmap) and deadlock it.
+  runProcessRanks(n, nullptr, body, opts);
+}
+
+void runProcessRanks(int n, const std::function<void(int)>& setup,
+                     const std::function<void(Rank&)>& body, const RunOptions& opts) {
+  cocclUniqueId id;
+  // Fork first, then rank 0 creates the unique id (and its root thread) and hands it to the
+  // others through pipes. Forking while a thread of this process is running (the root's) could
+  // hand a child a lock held mid-call by that thread (e.g. UCX's memory-hook lock around mmap)
+  // and deadlock it; and a child's setup (environment) must come before its first coccl call,
+  // which reads the COCCL_* table once.
   std::vector<int> pipeFds(2 * n, -1);
   for (int r = 1; r < n; ++r) ASSERT_EQ(pipe(&pipeFds[2 * r]), 0);
+  std::fflush(stdout);
+  std::fflush(stderr);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0) << "fork failed";
     if (pid == 0) {
+      if (setup) setup(r);
       if (r == 0) {
         if (cocclGetUniqueId(&id) != cocclSuccess) _exit(3);
         for (int q = 1; q < n; ++q)
@@ -58,6 +68,7 @@ void runRanks(int n, Mode mode, const std::function<void(Rank&)>& body, const Ru
         if (fd >= 0) close(fd);
       runOne(r, n, id, opts, body);
       std::fflush(stdout);
+      std::fflush(stderr);
       _exit(::testing::Test::HasFailure() ? 1 : 0);
     }
     pids.push_back(pid);

@@ -36,6 +36,11 @@ void runRanks(int n, Mode mode, const std::function<void(Rank&)>& body,
               const RunOptions& opts = RunOptions());
 
 // Convenience: fills a config with a short timeout.
+// Processes only: each child runs setup(rank) (may be null) before any coccl call, e.g. to set
+// COCCL_* variables or pick a CUDA device; then init, body and destroy as runRanks.
+void runProcessRanks(int n, const std::function<void(int)>& setup,
+                     const std::function<void(Rank&)>& body, const RunOptions& opts = RunOptions());
+
 cocclConfig_t configWithTimeout(int timeoutMs);
 
 // The real tensor-parallel data folder (tp_tensors_manifest.json), or "" when not present.

@@ -1,7 +1,9 @@
-// The chunk codec functions of src/kernels/cuda/chunk_codec.cuh as the collective kernels call
-// them: one out-of-line function per (codec block size G, element type), selected at run time.
-// Keeping each one out of line keeps ptxas time and memory reasonable (fully inlined, the
-// 3 types x 5 block sizes x 3 operations of one kernel take ptxas tens of GB and many minutes).
+// The chunk codec functions of src/kernels/cuda/chunk_codec.cuh (the tile implementations
+// encodeChunkT / decodeChunkT / reduceChunkT) as the collective kernels call them: the codec
+// family and block size G are template parameters of the whole kernel (one kernel per family,
+// G and element type, picked on the host), so each kernel inlines exactly one codec. (A single
+// kernel with a run-time switch inlining all of them takes ptxas tens of GB and many minutes;
+// out-of-line codec functions spill.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,61 +16,33 @@
 namespace coccl {
 namespace dev {
 
+// Every warp of the block, together.
 __device__ __forceinline__ kdev::WarpSet blockWarps() {
   return kdev::WarpSet{static_cast<int>(threadIdx.x >> 5), static_cast<int>(blockDim.x >> 5)};
 }
 
-template <int G, class Tag>
-__device__ __noinline__ void encodeG(const CodecDesc d, const typename Tag::T* in, uint64_t n,
-                                     uint8_t* payload) {
-  kdev::encodeChunkG<G, Tag>(d, in, n, payload, blockWarps());
-}
-
-template <int G, class Tag>
-__device__ __noinline__ void decodeG(const CodecDesc d, const uint8_t* payload, uint64_t n,
-                                     typename Tag::T* out) {
-  kdev::decodeChunkG<G, Tag>(d, payload, n, out, blockWarps());
-}
-
-template <int G, class Tag>
-__device__ __noinline__ void reduceG(const CodecDesc d, const uint8_t* const* ins, int p, int self,
-                                     const typename Tag::T* selfIn, uint64_t n, float scale,
-                                     uint8_t* outPayload, typename Tag::T* userOut) {
-  kdev::reduceChunkG<G, Tag>(d, ins, p, self, selfIn, n, scale, outPayload, userOut, blockWarps());
-}
-
-#define COCCL_DEV_SWITCH_G(d, CALL)                    \
-  switch ((d).block) {                                 \
-    case 32: { constexpr int kG = 32; CALL; } break;   \
-    case 64: { constexpr int kG = 64; CALL; } break;   \
-    case 128: { constexpr int kG = 128; CALL; } break; \
-    case 256: { constexpr int kG = 256; CALL; } break; \
-    case 512: { constexpr int kG = 512; CALL; } break; \
-    default: break;                                    \
+template <class Fam, int G, class Tag>
+struct CodecOps {
+  using T = typename Tag::T;
+  // payload (codecPayloadBytes(d, n) bytes) = encode(in[0, n))
+  __device__ __forceinline__ static void encode(const CodecDesc& d, const T* in, uint64_t n,
+                                                uint8_t* payload) {
+    if (n) kdev::encodeChunkT<Fam, G, Tag>(d, in, n, payload, blockWarps());
   }
-
-// Block-wide: encode n elements of `in` into `payload` (codecPayloadBytes(d, n) bytes).
-template <class Tag>
-__device__ __forceinline__ void encodePart(const CodecDesc& d, const typename Tag::T* in,
-                                           uint64_t n, uint8_t* payload) {
-  if (n) COCCL_DEV_SWITCH_G(d, (encodeG<kG, Tag>(d, in, n, payload)));
-}
-
-template <class Tag>
-__device__ __forceinline__ void decodePart(const CodecDesc& d, const uint8_t* payload, uint64_t n,
-                                           typename Tag::T* out) {
-  if (n) COCCL_DEV_SWITCH_G(d, (decodeG<kG, Tag>(d, payload, n, out)));
-}
-
-template <class Tag>
-__device__ __forceinline__ void reducePart(const CodecDesc& d, const uint8_t* const* ins, int p,
-                                           int self, const typename Tag::T* selfIn, uint64_t n,
-                                           float scale, uint8_t* outPayload,
-                                           typename Tag::T* userOut) {
-  if (n)
-    COCCL_DEV_SWITCH_G(d, (reduceG<kG, Tag>(d, ins, p, self, selfIn, n, scale, outPayload,
-                                            userOut)));
-}
+  __device__ __forceinline__ static void decode(const CodecDesc& d, const uint8_t* payload,
+                                                uint64_t n, T* out) {
+    if (n) kdev::decodeChunkT<Fam, G, Tag>(d, payload, n, out, blockWarps());
+  }
+  // acc = sum over r in rank order of (r == self ? selfIn : decode(ins[r])), times scale; then
+  // outPayload: encode(acc) there and userOut = decode of it; else userOut = acc rounded.
+  __device__ __forceinline__ static void reduce(const CodecDesc& d, const uint8_t* const* ins,
+                                                int p, int self, const T* selfIn, uint64_t n,
+                                                float scale, uint8_t* outPayload, T* userOut) {
+    if (n)
+      kdev::reduceChunkT<Fam, G, Tag>(d, ins, p, self, selfIn, n, scale, outPayload, userOut,
+                                      blockWarps());
+  }
+};
 
 }  // namespace dev
 }  // namespace coccl

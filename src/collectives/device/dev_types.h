@@ -11,6 +11,7 @@
 //                     from x, x's outbox) up to round `value`
 //   seq[q][b]    u64  (local only) the last round x used with peer q on channel b
 //   cseq[b]      u64  (local only) collective rounds run on channel b (outbox parity)
+//   err          u32  (local only) first failure of any block (then mirrored to the host)
 //   inbox[2][p-1][NB][S]   slot d = (q - x - 1) mod p receives rank q's data; parity = round & 1
 //   outbox[2][NB][S]       x's data that every peer reads; parity = cseq & 1
 // Flags live in the memory of the rank that waits on them (every wait polls local memory).
@@ -25,12 +26,13 @@ namespace dev {
 
 constexpr int kMaxRanks = 32;       // ranks of one node on the device path
 constexpr int kMaxBlocks = 128;     // COCCL_DEVICE_BLOCKS upper bound
-constexpr int kThreads = 512;       // threads per block of every collective kernel
+constexpr int kThreads = 256;       // threads per block of every collective kernel
 constexpr uint64_t kPoison = ~uint64_t{0};  // flag value of a failed / aborted rank
 constexpr uint64_t kSlotAlign = 256;
 
-// Host-mapped pinned memory (cudaHostAllocMapped): the host raises `abort`, kernels record the
-// first failure in `error`.
+// Host-mapped pinned memory (cudaHostAllocMapped): the host raises `abort`, kernels copy the
+// first failure (decided with a device-memory atomic: no atomics on host memory over PCIe) into
+// `error` with plain stores.
 struct HostState {
   volatile uint32_t abort;  // cocclCommAbort: running and later kernels stop
   uint32_t error;           // first device failure (DevError), 0 = none
@@ -49,7 +51,7 @@ struct Layout {
   int32_t nranks = 0;
   int32_t nblocks = 0;
   uint64_t sub = 0;  // bytes of one sub-slot
-  uint64_t offPush = 0, offPull = 0, offFree = 0, offSeq = 0, offCseq = 0;
+  uint64_t offPush = 0, offPull = 0, offFree = 0, offSeq = 0, offCseq = 0, offErr = 0;
   uint64_t offInbox = 0, offOutbox = 0;
   uint64_t total = 0;
 };
@@ -66,7 +68,8 @@ inline Layout makeLayout(int p, int nb, uint64_t stagingBytes) {
   l.offFree = up(l.offPull + flagBytes, 128);
   l.offSeq = up(l.offFree + flagBytes, 128);
   l.offCseq = up(l.offSeq + flagBytes, 128);
-  l.offInbox = up(l.offCseq + static_cast<uint64_t>(nb) * 8, 4096);
+  l.offErr = up(l.offCseq + static_cast<uint64_t>(nb) * 8, 128);
+  l.offInbox = up(l.offErr + 128, 4096);
   // inbox 2*(p-1)*NB sub-slots, outbox 2*NB: 2*p*NB sub-slots in all.
   const uint64_t slots = 2 * static_cast<uint64_t>(p) * static_cast<uint64_t>(nb);
   uint64_t sub = stagingBytes / slots / kSlotAlign * kSlotAlign;

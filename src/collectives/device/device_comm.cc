@@ -52,6 +52,7 @@
 #include "collectives/device/dev_types.h"
 #include "collectives/device/launch.h"
 #include "collectives/device/memtype.h"
+#include "collectives/device/plan.h"
 #include "collectives/host/layout.h"
 #include "collectives/host/reduce.h"
 #include "core/env.h"
@@ -80,8 +81,6 @@ class DeviceGuard {
  private:
   int prev_ = -1;
 };
-
-uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 constexpr int kEvents = 8;  // streams a group of send/recv may span
 
@@ -114,14 +113,13 @@ struct DeviceComm::Impl {
                   cudaGetErrorName(e), cudaGetErrorString(e));
     }
   }
-  // Elements of `es`-byte type per part for the exact path (a multiple of `unit`).
-  uint64_t exactPartCap(uint64_t es, uint64_t unit) const {
-    return std::max<uint64_t>(lay.sub / es / unit * unit, unit);
-  }
-  // Elements per part for a codec of block G: whole blocks whose payload fits a sub-slot.
-  uint64_t codecPartCap(const CodecDesc& d) const {
-    const uint64_t g = static_cast<uint64_t>(d.block);
-    return std::max<uint64_t>(lay.sub / (g + 4) * g, g);
+  dev::Planner planner() const {
+    dev::Planner pl;
+    pl.lay = lay;
+    pl.nblocks = nblocks;
+    pl.nranks = comm.nranks();
+    pl.rank = comm.rank();
+    return pl;
   }
 };
 
@@ -324,22 +322,6 @@ void setStats(CollStats& s, size_t logical, size_t wire, const Codec* codec, con
   s.algorithm = algo;
 }
 
-dev::ReduceArgs reduceArgs(dev::Coll coll, const void* in, void* out, size_t count,
-                           cocclDataType_t dt, cocclRedOp_t op, int p) {
-  dev::ReduceArgs a{};
-  a.coll = static_cast<int32_t>(coll);
-  a.dtype = dt;
-  a.op = op;
-  a.in = in;
-  a.out = out;
-  a.count = count;
-  a.esize = static_cast<int32_t>(dtypeSize(dt));
-  a.scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
-  a.avgDiv = p;
-  a.codec = CodecDesc{};
-  return a;
-}
-
 cudaError_t launchReduceCodec(const dev::Ctx* ctx, const dev::ReduceArgs& a, int nb,
                               cudaStream_t s) {
   switch (a.dtype) {
@@ -367,24 +349,16 @@ void DeviceComm::allReduce(const void* in, void* out, size_t count, cocclDataTyp
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
-  dev::ReduceArgs a = reduceArgs(dev::Coll::AllReduce, in, out, count, dt, op, p);
-  if (codec) {
-    a.compressed = 1;
-    a.codec = codec->deviceDesc();
-    a.unit = static_cast<uint64_t>(a.codec.block);
-    a.partCap = m.codecPartCap(a.codec);
-  } else {
-    a.unit = std::max<uint64_t>(16 / es, 1);
-    a.partCap = m.exactPartCap(es, a.unit);
-  }
+  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
+  const dev::ReduceArgs a = m.planner().reduce(dev::Coll::AllReduce, in, out, count,
+                                               static_cast<int>(es), dt, op, 0,
+                                               codec ? &desc : nullptr);
+  size_t wire = 0;
   const std::vector<Range> shards = balancedShards(count, p, a.unit);
-  size_t maxShard = 0, wire = 0;
   for (int j = 0; j < p; ++j) {
-    maxShard = std::max(maxShard, shards[j].count);
     const size_t b = codec ? codec->encodedBytes(shards[j].count, dt) : shards[j].count * es;
     wire += j == me ? b * static_cast<size_t>(p - 1) : b;
   }
-  a.rounds = static_cast<uint32_t>(ceilDiv(maxShard, static_cast<uint64_t>(m.nblocks) * a.partCap));
   setStats(stats, count * es, wire, codec, "two-shot");
   DeviceGuard g(m.device);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -400,17 +374,10 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
-  dev::ReduceArgs a = reduceArgs(dev::Coll::ReduceScatter, in, out, recvcount, dt, op, p);
-  if (codec) {
-    a.compressed = 1;
-    a.codec = codec->deviceDesc();
-    a.unit = static_cast<uint64_t>(a.codec.block);
-    a.partCap = m.codecPartCap(a.codec);
-  } else {
-    a.unit = std::max<uint64_t>(16 / es, 1);
-    a.partCap = m.exactPartCap(es, a.unit);
-  }
-  a.rounds = static_cast<uint32_t>(ceilDiv(recvcount, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
+  const dev::ReduceArgs a = m.planner().reduce(dev::Coll::ReduceScatter, in, out, recvcount,
+                                               static_cast<int>(es), dt, op, 0,
+                                               codec ? &desc : nullptr);
   const size_t b = codec ? codec->encodedBytes(recvcount, dt) : recvcount * es;
   setStats(stats, recvcount * static_cast<size_t>(p) * es, b * static_cast<size_t>(p - 1), codec,
            "two-shot");
@@ -424,13 +391,10 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
 void DeviceComm::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                         cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
-  const int p = m.comm.nranks(), me = m.comm.rank();
+  const int me = m.comm.rank();
   const size_t es = dtypeSize(dt);
-  dev::ReduceArgs a = reduceArgs(dev::Coll::Reduce, in, out, count, dt, op, p);
-  a.root = root;
-  a.unit = std::max<uint64_t>(16 / es, 1);
-  a.partCap = m.exactPartCap(es, a.unit);
-  a.rounds = static_cast<uint32_t>(ceilDiv(count, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  const dev::ReduceArgs a = m.planner().reduce(dev::Coll::Reduce, in, out, count,
+                                               static_cast<int>(es), dt, op, root, nullptr);
   setStats(stats, count * es, me == root ? 0 : count * es, nullptr, "direct");
   DeviceGuard g(m.device);
   m.launched(dev::launchReduceExact(m.ctx, a, m.nblocks, reinterpret_cast<cudaStream_t>(stream)),
@@ -443,26 +407,10 @@ void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDat
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
-  dev::GatherArgs a{};
-  a.coll = static_cast<int32_t>(dev::Coll::AllGather);
-  a.dtype = dt;
-  a.in = in;
-  a.out = out;
-  a.codec = CodecDesc{};
-  if (codec) {
-    a.compressed = 1;
-    a.codec = codec->deviceDesc();
-    a.count = sendcount;
-    a.esize = static_cast<int32_t>(es);
-    a.unit = static_cast<uint64_t>(a.codec.block);
-    a.partCap = m.codecPartCap(a.codec);
-  } else {
-    a.count = sendcount * es;  // bytes
-    a.esize = 1;
-    a.unit = 16;
-    a.partCap = m.exactPartCap(1, 16);
-  }
-  a.rounds = static_cast<uint32_t>(ceilDiv(a.count, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
+  const dev::GatherArgs a = m.planner().gather(dev::Coll::AllGather, in, out, sendcount,
+                                               static_cast<int>(es), dt, 0,
+                                               codec ? &desc : nullptr);
   const size_t b = codec ? codec->encodedBytes(sendcount, dt) : sendcount * es;
   setStats(stats, sendcount * static_cast<size_t>(p) * es, b * static_cast<size_t>(p - 1), codec,
            "direct");
@@ -478,18 +426,9 @@ void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataTyp
   Impl& m = *impl_;
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t bytes = count * dtypeSize(dt);
-  dev::GatherArgs a{};
-  a.coll = static_cast<int32_t>(dev::Coll::Broadcast);
-  a.dtype = dt;
-  a.root = root;
-  a.in = me == root ? in : nullptr;
-  a.out = out;
-  a.codec = CodecDesc{};
-  a.count = bytes;
-  a.esize = 1;
-  a.unit = 16;
-  a.partCap = m.exactPartCap(1, 16);
-  a.rounds = static_cast<uint32_t>(ceilDiv(bytes, static_cast<uint64_t>(m.nblocks) * a.partCap));
+  const dev::GatherArgs a =
+      m.planner().gather(dev::Coll::Broadcast, me == root ? in : nullptr, out, count,
+                         static_cast<int>(dtypeSize(dt)), dt, root, nullptr);
   setStats(stats, bytes, me == root ? bytes * static_cast<size_t>(p - 1) : 0, nullptr, "direct");
   DeviceGuard g(m.device);
   m.launched(dev::launchGatherExact(m.ctx, a, m.nblocks, reinterpret_cast<cudaStream_t>(stream)),
@@ -498,36 +437,20 @@ void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataTyp
 
 void DeviceComm::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
   Impl& m = *impl_;
-  const int p = m.comm.nranks();
   COCCL_CHECK_USAGE(ops.size() <= static_cast<size_t>(dev::kMaxP2P),
                     "a group holds %zu device sends/receives on one communicator (at most %d)",
                     ops.size(), dev::kMaxP2P);
-  dev::P2PArgs a;
-  std::memset(&a, 0, sizeof(a));
-  const uint64_t partCap = m.exactPartCap(1, 16);
-  a.partCap = partCap;
-  a.roundBytes = partCap * static_cast<uint64_t>(m.nblocks);
-  std::vector<uint64_t> sendRounds(static_cast<size_t>(p), 0), recvRounds(static_cast<size_t>(p), 0);
+  std::vector<dev::P2PMsg> msgs;
   size_t sent = 0;
   std::vector<cudaStream_t> streams;
   for (const P2POp& o : ops) {
-    dev::P2PMsg& x = a.msgs[a.nmsgs++];
-    x.buf = o.buf;
-    x.bytes = o.bytes;
-    x.peer = o.peer;
-    x.send = o.send ? 1 : 0;
-    const uint64_t r = ceilDiv(o.bytes, a.roundBytes);
-    (o.send ? sendRounds : recvRounds)[static_cast<size_t>(o.peer)] += r;
+    msgs.push_back(dev::P2PMsg{o.buf, o.bytes, o.peer, o.send ? 1 : 0});
     if (o.send) sent += o.bytes;
     cudaStream_t s = reinterpret_cast<cudaStream_t>(o.stream);
     if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
   }
-  for (int j = 0; j < p; ++j) {
-    const uint64_t r = std::max(sendRounds[static_cast<size_t>(j)], recvRounds[static_cast<size_t>(j)]);
-    COCCL_CHECK_ARG(r < (uint64_t{1} << 31), "send/receive too large");
-    a.peerRounds[j] = j == m.comm.rank() ? 0 : static_cast<uint32_t>(r);
-    a.maxRounds = std::max(a.maxRounds, a.peerRounds[j]);
-  }
+  dev::P2PArgs a;
+  COCCL_CHECK_ARG(m.planner().p2p(msgs, &a), "send/receive too large");
   COCCL_CHECK_USAGE(streams.size() <= static_cast<size_t>(kEvents),
                     "a group of device sends/receives spans %zu streams (at most %d)",
                     streams.size(), kEvents);

@@ -53,10 +53,13 @@ __device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int p
   uint32_t code = r == ipc::WaitResult::Timeout    ? kDevTimeout
                   : r == ipc::WaitResult::Aborted  ? kDevAborted
                                                    : kDevPeerFailed;
-  HostState* h = ch.c.host;
-  if (atomicCAS_system(const_cast<uint32_t*>(&h->error), 0u, code) == 0u) {
+  uint32_t* first = reinterpret_cast<uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr);
+  if (atomicCAS(first, 0u, code) == 0u) {
+    HostState* h = ch.c.host;
     h->errPeer = peer;
     h->errBlock = ch.b;
+    __threadfence_system();
+    *reinterpret_cast<volatile uint32_t*>(&h->error) = code;
     __threadfence_system();
   }
   atomicExch(&ch.failed, 1);  // several lanes may fail at once
@@ -67,16 +70,37 @@ __device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int p
 // (A poisoned flag fails even when no wait is needed: the peer is gone and its memory with it.)
 __device__ __forceinline__ void waitFlag(Chan& ch, uint64_t off, int peer, uint64_t delta) {
   const uint64_t s = ch.seq[peer];
+#if defined(COCCL_DEVICE_EMULATION) && defined(COCCL_EMU_TRACE)
+  if (coccl_emu_trace_on)
+    std::fprintf(stderr, "rank %d block %d lane %d: wait off %llu peer %d >= %llu (now %llu)\n",
+                 ch.c.rank, ch.b, tid(), (unsigned long long)off, peer,
+                 (unsigned long long)(s > delta ? s - delta : 0),
+                 (unsigned long long)*flagAt(ch, ch.c.rank, off, peer));
+#endif
   const ipc::WaitResult r =
       ipc::waitAtLeast(flagAt(ch, ch.c.rank, off, peer), s > delta ? s - delta : 0,
-                       ch.c.timeoutNs, &ch.c.host->abort, &ch.c.host->error, kPoison);
-  if (r != ipc::WaitResult::Ok) recordFailure(ch, r, peer);
+                       ch.c.timeoutNs, &ch.c.host->abort,
+                       reinterpret_cast<const uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr),
+                       kPoison);
+  if (r != ipc::WaitResult::Ok) {
+#if defined(COCCL_DEVICE_EMULATION) && defined(COCCL_EMU_TRACE)
+    std::fprintf(stderr, "rank %d block %d: wait off %llu peer %d target %llu value %llu -> %d\n",
+                 ch.c.rank, ch.b, (unsigned long long)off, peer,
+                 (unsigned long long)(s > delta ? s - delta : 0),
+                 (unsigned long long)*flagAt(ch, ch.c.rank, off, peer), (int)r);
+#endif
+    recordFailure(ch, r, peer);
+  }
 }
 
-// Every peer (or only `only` when >= 0): waits in parallel, one lane per peer. Ends with a
-// barrier; returns false when the block failed.
+// Every peer (or only `only` when >= 0): waits in parallel, one lane per peer. Starts and ends
+// with a barrier; returns false when the block failed.
 __device__ __forceinline__ bool waitPeers(Chan& ch, uint64_t off, uint64_t delta, int only = -1) {
   const int p = ch.c.nranks, me = ch.c.rank;
+  // Every lane's earlier stores and signals are issued before any lane spins: no reliance on
+  // the scheduling of diverged lanes of a warp (a waiting lane may share a warp with a lane that
+  // still has to raise a flag the peers need).
+  __syncthreads();
   if (tid() < p - 1) {
     const int q = (me + 1 + tid()) % p;
     if (only < 0 || q == only) waitFlag(ch, off, q, delta);
@@ -93,6 +117,11 @@ __device__ __forceinline__ void signalPeers(Chan& ch, uint64_t off, int only = -
     const int q = (me + 1 + tid()) % p;
     if (only < 0 || q == only) {
       __threadfence_system();
+#if defined(COCCL_DEVICE_EMULATION) && defined(COCCL_EMU_TRACE)
+      if (coccl_emu_trace_on)
+        std::fprintf(stderr, "rank %d block %d lane %d: signal off %llu -> rank %d = %llu\n",
+                     me, ch.b, tid(), (unsigned long long)off, q, (unsigned long long)ch.seq[q]);
+#endif
       ipc::stReleaseSys(flagAt(ch, q, off, me), ch.seq[q]);
     }
   }
@@ -118,7 +147,8 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
         [static_cast<uint64_t>(tid()) * static_cast<uint64_t>(ch.c.nblocks) + ch.b];
   if (tid() == 0) {
     ch.cseq = reinterpret_cast<const uint64_t*>(mine + ch.c.lay.offCseq)[ch.b];
-    if (ch.c.host->abort || ch.c.host->error) ch.failed = 1;
+    if (ch.c.host->abort || *reinterpret_cast<const volatile uint32_t*>(mine + ch.c.lay.offErr))
+      ch.failed = 1;
   }
   __syncthreads();
   return !ch.failed;

@@ -31,29 +31,30 @@ namespace dev {
 
 // ---- data movement policies -----------------------------------------------------------------
 
-template <class Tag>
+template <class Fam, int G, class Tag>
 struct CodecMode {
   using T = typename Tag::T;
+  using Ops = CodecOps<Fam, G, Tag>;
   __device__ static void push(const ReduceArgs& a, const char* src, uint64_t n, uint8_t* dst) {
-    encodePart<Tag>(a.codec, reinterpret_cast<const T*>(src), n, dst);
+    Ops::encode(a.codec, reinterpret_cast<const T*>(src), n, dst);
   }
   __device__ static void own(const ReduceArgs& a, const uint8_t* const* ins, int p, int self,
                              uint64_t n, char* userOut, uint8_t* outbox) {
-    reducePart<Tag>(a.codec, ins, p, self, reinterpret_cast<const T*>(ins[self]), n, a.scale,
-                    outbox, reinterpret_cast<T*>(userOut));
+    Ops::reduce(a.codec, ins, p, self, reinterpret_cast<const T*>(ins[self]), n, a.scale, outbox,
+                reinterpret_cast<T*>(userOut));
   }
   __device__ static void pull(const ReduceArgs& a, const uint8_t* src, uint64_t n, char* dst) {
-    decodePart<Tag>(a.codec, src, n, reinterpret_cast<T*>(dst));
+    Ops::decode(a.codec, src, n, reinterpret_cast<T*>(dst));
   }
   // Gather family: encode own part into the outbox and decode it into the own output slot.
   __device__ static void produce(const GatherArgs& a, const char* src, uint64_t n, uint8_t* ob,
                                  char* dst) {
-    encodePart<Tag>(a.codec, reinterpret_cast<const T*>(src), n, ob);
+    Ops::encode(a.codec, reinterpret_cast<const T*>(src), n, ob);
     __syncthreads();
-    decodePart<Tag>(a.codec, ob, n, reinterpret_cast<T*>(dst));
+    Ops::decode(a.codec, ob, n, reinterpret_cast<T*>(dst));
   }
   __device__ static void consume(const GatherArgs& a, const uint8_t* src, uint64_t n, char* dst) {
-    decodePart<Tag>(a.codec, src, n, reinterpret_cast<T*>(dst));
+    Ops::decode(a.codec, src, n, reinterpret_cast<T*>(dst));
   }
 };
 
@@ -190,6 +191,105 @@ __device__ void gatherKernelBody(const Ctx* g, const GatherArgs& a) {
   if (chanBegin(ch, g)) {
     gatherRounds<M>(ch, a);
   }
+  chanEnd(ch);
+}
+
+// ---- Send/Recv ------------------------------------------------------------------------------
+// Every operation of a group on this communicator is in one kernel. With each peer j the pair
+// runs rounds t = 0 .. peerRounds[j]-1 (the same count on both sides: max of the rounds of what
+// x sends to j and what j sends to x); in round t x first pushes its t-th chunk for j into j's
+// inbox, then (after all its pushes of round t) takes j's t-th chunk from its own inbox and
+// acknowledges. Inbox slots are double buffered like the collectives' (pair round parity).
+// Deadlock-free: round t of any pair only needs rounds < t of the others done.
+
+// The t-th chunk (roundBytes each) of the stream of messages to / from `peer`, in posting order.
+struct Chunk {
+  int msg;       // -1: none
+  uint64_t off;  // byte offset in the message
+  uint64_t bytes;
+};
+
+__device__ __forceinline__ Chunk chunkOf(const P2PArgs& a, int peer, bool send, uint64_t t) {
+  for (int m = 0; m < a.nmsgs; ++m) {
+    const P2PMsg& x = a.msgs[m];
+    if (x.peer != peer || (x.send != 0) != send || x.bytes == 0) continue;
+    const uint64_t r = (x.bytes + a.roundBytes - 1) / a.roundBytes;
+    if (t < r) {
+      const uint64_t off = t * a.roundBytes;
+      const uint64_t left = x.bytes - off;
+      return Chunk{m, off, left < a.roundBytes ? left : a.roundBytes};
+    }
+    t -= r;
+  }
+  return Chunk{-1, 0, 0};
+}
+
+__device__ __forceinline__ bool p2pRounds(Chan& ch, const P2PArgs& a) {
+  const int p = ch.c.nranks, me = ch.c.rank, nb = ch.c.nblocks;
+  const Layout& L = ch.c.lay;
+  // Messages to self: the k-th send to self goes to the k-th receive from self.
+  {
+    int s = 0;
+    for (int r = 0; r < a.nmsgs; ++r) {
+      const P2PMsg& rv = a.msgs[r];
+      if (rv.peer != me || rv.send) continue;
+      while (s < a.nmsgs && !(a.msgs[s].peer == me && a.msgs[s].send)) ++s;
+      if (s == a.nmsgs) break;
+      const P2PMsg& sd = a.msgs[s++];
+      const uint64_t n = sd.bytes < rv.bytes ? sd.bytes : rv.bytes;
+      const Range pt = partOf(n, 0, ch.b, nb, 16, (n + 16 * nb - 1) / (16 * nb) * 16 + 16);
+      copyBytes(static_cast<char*>(rv.buf) + pt.begin,
+                static_cast<const char*>(sd.buf) + pt.begin, pt.count);
+    }
+  }
+  for (uint32_t t = 0; t < a.maxRounds; ++t) {
+    __syncthreads();  // the previous round's lanes have read seq[]
+    if (tid() < p && tid() != me && t < a.peerRounds[tid()]) ch.seq[tid()] += 1;
+    __syncthreads();
+    for (int d = 1; d < p; ++d) {
+      const int j = (me + d) % p;
+      if (t >= a.peerRounds[j]) continue;
+      const Chunk c = chunkOf(a, j, true, t);
+      if (c.msg < 0) continue;
+      if (!waitPeers(ch, L.offFree, 2, j)) return false;
+      const Range pt = partOf(c.bytes, 0, ch.b, nb, 16, a.partCap);
+      copyBytes(inboxAt(ch, j, me, ch.seq[j]),
+                static_cast<const char*>(a.msgs[c.msg].buf) + c.off + pt.begin, pt.count);
+      __syncthreads();
+      signalPeers(ch, L.offPush, j);
+    }
+    for (int d = 1; d < p; ++d) {
+      const int j = (me - d + p) % p;
+      if (t >= a.peerRounds[j]) continue;
+      const Chunk c = chunkOf(a, j, false, t);
+      if (c.msg >= 0) {
+        if (!waitPeers(ch, L.offPush, 0, j)) return false;
+        const Range pt = partOf(c.bytes, 0, ch.b, nb, 16, a.partCap);
+        copyBytes(static_cast<char*>(a.msgs[c.msg].buf) + c.off + pt.begin,
+                  inboxAt(ch, me, j, ch.seq[j]), pt.count);
+      }
+      __syncthreads();
+      signalPeers(ch, L.offFree, j);
+    }
+  }
+  return true;
+}
+
+__device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
+  __shared__ Chan ch;
+  if (chanBegin(ch, g)) {
+    p2pRounds(ch, a);
+  }
+  chanEnd(ch);
+}
+
+// Abort: raises the poison value in every flag this rank would raise at its peers (skipping
+// peers that already poisoned this rank: they may have freed their staging).
+__device__ __forceinline__ void poisonKernelBody(const Ctx* g) {
+  __shared__ Chan ch;
+  chanBegin(ch, g);
+  __syncthreads();
+  if (tid() == 0) ch.failed = 1;
   chanEnd(ch);
 }
 

@@ -16,11 +16,11 @@ constexpr int kAttrIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
 constexpr unsigned kMemDevice = 2;  // CU_MEMORYTYPE_DEVICE
 constexpr unsigned kMemUnified = 4; // CU_MEMORYTYPE_UNIFIED
 
-using PointerGetAttributeFn = CUresult (*)(void*, int, CUdeviceptr);
+using PointerGetAttributesFn = CUresult (*)(unsigned, int*, void**, CUdeviceptr);
 using CtxGetCurrentFn = CUresult (*)(void**);
 
 struct Driver {
-  PointerGetAttributeFn pointerGetAttribute = nullptr;
+  PointerGetAttributesFn pointerGetAttributes = nullptr;
   CtxGetCurrentFn ctxGetCurrent = nullptr;
 };
 
@@ -32,8 +32,8 @@ const Driver& driver() {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (!h) h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return;
-    d.pointerGetAttribute =
-        reinterpret_cast<PointerGetAttributeFn>(dlsym(h, "cuPointerGetAttribute"));
+    d.pointerGetAttributes =
+        reinterpret_cast<PointerGetAttributesFn>(dlsym(h, "cuPointerGetAttributes"));
     d.ctxGetCurrent = reinterpret_cast<CtxGetCurrentFn>(dlsym(h, "cuCtxGetCurrent"));
   });
   return d;
@@ -51,16 +51,16 @@ bool cudaDriverInitialised() {
 MemKind memKind(const void* p) {
   if (!p) return MemKind::Host;
   const Driver& d = driver();
-  if (!d.pointerGetAttribute) return MemKind::Host;
-  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
-  unsigned type = 0;
-  // Fails with CUDA_ERROR_NOT_INITIALIZED (no CUDA in this process) or CUDA_ERROR_INVALID_VALUE
-  // (plain host memory): both host.
-  if (d.pointerGetAttribute(&type, kAttrMemoryType, ptr) != kCudaSuccess) return MemKind::Host;
-  if (type == kMemDevice || type == kMemUnified) return MemKind::Device;
-  unsigned managed = 0;
-  if (d.pointerGetAttribute(&managed, kAttrIsManaged, ptr) == kCudaSuccess && managed)
-    return MemKind::Device;
+  if (!d.pointerGetAttributes) return MemKind::Host;
+  // The plural query reports plain host memory as success with null attributes (type 0), where
+  // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE (which compute-sanitizer counts
+  // as an API error). It fails with CUDA_ERROR_NOT_INITIALIZED in a process without CUDA.
+  int attrs[2] = {kAttrMemoryType, kAttrIsManaged};
+  unsigned type = 0, managed = 0;
+  void* data[2] = {&type, &managed};
+  if (d.pointerGetAttributes(2, attrs, data, reinterpret_cast<CUdeviceptr>(p)) != kCudaSuccess)
+    return MemKind::Host;
+  if (type == kMemDevice || type == kMemUnified || managed) return MemKind::Device;
   return MemKind::Host;
 }
 

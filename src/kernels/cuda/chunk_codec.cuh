@@ -26,6 +26,7 @@
 
 #include "kernels/codec_desc.h"
 #include "kernels/cuda/tile_codec.cuh"
+#include "kernels/cuda/tile_loops.cuh"
 #include "kernels/cuda/warp_codec.cuh"
 
 namespace coccl {
@@ -195,42 +196,13 @@ __device__ void reduceChunkG(const CodecDesc& d, const uint8_t* const* ins, int 
 template <class Fam, int G, class Tag>
 __device__ void encodeChunkT(const CodecDesc& d, const typename Tag::T* in, size_t n,
                              uint8_t* payload, WarpSet ws) {
-  using S = typename TileRun<G, sizeof(typename Tag::T)>::Shape;
-  using C = typename Fam::template Tile<S>;
-  const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
-  const bool inVec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
-  const bool outVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
-  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
-    const size_t base = b * G;
-    const bool full = inVec && base + G <= n;
-    float v[S::kE1][S::kE0];
-    uint32_t q[S::kE1][S::kW];
-    loadTile<Tag, S>(in, n, base, lig, full, v);
-    const uint32_t w = C::encode(
-        v, [&](float(&x)[S::kE1][S::kE0]) { loadTile<Tag, S>(in, n, base, lig, full, x); }, q, lig,
-        prm);
-    if (valid) storeCodesTile<S>(payload, nb, b, lig, outVec, q, w);
-  });
+  encodeTilesDirect<Fam, G, Tag>(d, in, n, payload, static_cast<size_t>(ws.warp), ws.nwarps);
 }
 
 template <class Fam, int G, class Tag>
 __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t n,
                              typename Tag::T* out, WarpSet ws) {
-  using S = typename TileRun<G, sizeof(typename Tag::T)>::Shape;
-  using C = typename Fam::template Tile<S>;
-  const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
-  const bool inVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
-  const bool outVec = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
-  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
-    const size_t base = b * G;
-    uint32_t q[S::kE1][S::kW];
-    float v[S::kE1][S::kE0];
-    const uint32_t w = loadCodesTile<S>(payload, nb, b, lig, inVec, q);
-    C::decode(q, w, v, lig, prm);
-    if (valid) storeTile<Tag, S>(out, n, base, lig, outVec && base + G <= n, v);
-  });
+  decodeTilesDirect<Fam, G, Tag>(d, payload, n, out, static_cast<size_t>(ws.warp), ws.nwarps);
 }
 
 // acc = sum over r = 0..p-1 in order (first term assigned, the others added) of

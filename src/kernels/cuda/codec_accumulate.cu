@@ -11,8 +11,9 @@ void decodeAccumulate(const CodecDesc& d, const void* const* ins, int p, size_t 
   constexpr const char* kWhat = "kernels::decodeAccumulate";
   detail::checkDesc(d, kWhat);
   detail::checkCodecType(d, dt, kWhat);
+  detail::checkInputCount(p, -1, kWhat);
+  if (count == 0) return;  // a no-op before any pointer is looked at
   detail::checkInputs(ins, p, -1, kWhat);
-  if (count == 0) return;
   detail::checkPtr(acc, "acc", kWhat);
   if (d.kind == CodecKind::None) {
     detail::noneReduce(ins, p, -1, nullptr, dt, count, 1.0f, true, acc, nullptr, stream, kWhat);

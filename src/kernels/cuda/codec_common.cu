@@ -81,10 +81,14 @@ void checkPtr(const void* p, const char* name, const char* what) {
   COCCL_CHECK_ARG(p != nullptr, "%s: %s is null", what, name);
 }
 
-void checkInputs(const void* const* ins, int p, int self, const char* what) {
+void checkInputCount(int p, int self, const char* what) {
   COCCL_CHECK_ARG(p >= 1 && p <= kMaxReduceInputs, "%s: p = %d (1 .. %d)", what, p,
                   kMaxReduceInputs);
   COCCL_CHECK_ARG(self >= -1 && self < p, "%s: self = %d with p = %d", what, self, p);
+}
+
+void checkInputs(const void* const* ins, int p, int self, const char* what) {
+  checkInputCount(p, self, what);
   bool needIns = false;
   for (int r = 0; r < p; ++r) needIns = needIns || r != self;
   if (!needIns) return;

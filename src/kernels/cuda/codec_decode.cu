@@ -25,8 +25,8 @@ void decode(const CodecDesc& d, const void* in, size_t count, cocclDataType_t dt
         using Fam = decltype(fam);
         constexpr int G = decltype(g)::value;
         using Tag = decltype(tag);
-        detail::launch<detail::decodeKernel<Fam, G, Tag>>(a, detail::warpsFor<G, Tag>(nb), stream,
-                                                          kWhat);
+        detail::launch<detail::decodeKernel<Fam, G, Tag>, detail::kStagedThreads>(
+            a, detail::warpsFor<G, Tag>(nb), stream, kWhat, detail::decodeSmemBytes<G, Tag>());
       });
     });
   });

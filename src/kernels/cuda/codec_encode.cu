@@ -25,8 +25,8 @@ void encode(const CodecDesc& d, const void* in, cocclDataType_t dt, size_t count
         using Fam = decltype(fam);
         constexpr int G = decltype(g)::value;
         using Tag = decltype(tag);
-        detail::launch<detail::encodeKernel<Fam, G, Tag>>(a, detail::warpsFor<G, Tag>(nb), stream,
-                                                          kWhat);
+        detail::launch<detail::encodeKernel<Fam, G, Tag>, detail::kStagedThreads>(
+            a, detail::warpsFor<G, Tag>(nb), stream, kWhat, detail::encodeSmemBytes<G, Tag>());
       });
     });
   });

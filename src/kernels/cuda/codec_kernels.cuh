@@ -24,9 +24,8 @@ namespace detail {
 constexpr int kThreads = 256;
 constexpr int kWarpsPerCta = kThreads / 32;
 // Resident CTAs a multiprocessor the register allocation must allow (__launch_bounds__):
-// 3 x 256 threads (80 registers, 24 warps an SM: 48 KB of encode input loads in flight)
-// for the codec kernels, and 2 (128 registers) for the reductions. ptxas -v shows no spills at
-// these limits except a few bytes for G = 512.
+// 3 x 256 threads (80 registers, 24 warps an SM) for the unfused comparison kernels and
+// decode-accumulate, 2 (128 registers) for decode-reduce-encode.
 #ifndef COCCL_KERNELS_CODEC_MIN_CTAS
 #define COCCL_KERNELS_CODEC_MIN_CTAS 3
 #endif
@@ -34,6 +33,23 @@ constexpr int kWarpsPerCta = kThreads / 32;
 #define COCCL_KERNELS_REDUCE_MIN_CTAS 2
 #endif
 constexpr int kCodecMinCtas = COCCL_KERNELS_CODEC_MIN_CTAS;
+// The staged encode / decode kernels (tile_loops.cuh: shared-memory staging keeps the loads in
+// flight, so occupancy only has to cover the arithmetic latencies): 128-thread CTAs; encode 5 a
+// multiprocessor (20 warps, <= 96 registers: its tile math without spills), decode 6 (24 warps,
+// <= 80 registers).
+#ifndef COCCL_KERNELS_STAGED_THREADS
+#define COCCL_KERNELS_STAGED_THREADS 128
+#endif
+#ifndef COCCL_KERNELS_ENCODE_MIN_CTAS
+#define COCCL_KERNELS_ENCODE_MIN_CTAS 5
+#endif
+#ifndef COCCL_KERNELS_DECODE_MIN_CTAS
+#define COCCL_KERNELS_DECODE_MIN_CTAS 6
+#endif
+constexpr int kStagedThreads = COCCL_KERNELS_STAGED_THREADS;
+constexpr int kStagedWarps = kStagedThreads / 32;
+constexpr int kEncodeMinCtas = COCCL_KERNELS_ENCODE_MIN_CTAS;
+constexpr int kDecodeMinCtas = COCCL_KERNELS_DECODE_MIN_CTAS;
 constexpr int kReduceMinCtas = COCCL_KERNELS_REDUCE_MIN_CTAS;
 
 struct EncodeArgs {
@@ -68,16 +84,39 @@ __device__ __forceinline__ kdev::WarpSet gridWarps() {
                        static_cast<int>((gridDim.x * blockDim.x) >> 5)};
 }
 
-template <class Fam, int G, class Tag>
-__global__ void __launch_bounds__(kThreads, kCodecMinCtas) encodeKernel(const EncodeArgs a) {
-  kdev::encodeChunkT<Fam, G, Tag>(a.d, static_cast<const typename Tag::T*>(a.in), a.n, a.out,
-                                  gridWarps());
+// Shared memory of the staged encode / decode kernels: kStagedWarps rings of tile buffers.
+template <int G, class Tag>
+using TileShapeOf = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
+template <int G, class Tag>
+__host__ __device__ constexpr int encodeSmemBytes() {
+  return kStagedWarps * kdev::EncodeStage<TileShapeOf<G, Tag>, Tag>::kBytes;
+}
+template <int G, class Tag>
+__host__ __device__ constexpr int decodeSmemBytes() {
+  return kStagedWarps * kdev::DecodeStage<TileShapeOf<G, Tag>>::kBytes;
+}
+
+__device__ __forceinline__ uint8_t* warpStage(int bytesPerWarp) {
+  extern __shared__ uint4 kernelSmem[];
+  return reinterpret_cast<uint8_t*>(kernelSmem) + (threadIdx.x >> 5) * bytesPerWarp;
 }
 
 template <class Fam, int G, class Tag>
-__global__ void __launch_bounds__(kThreads, kCodecMinCtas) decodeKernel(const DecodeArgs a) {
-  kdev::decodeChunkT<Fam, G, Tag>(a.d, a.in, a.n, static_cast<typename Tag::T*>(a.out),
-                                  gridWarps());
+__global__ void __launch_bounds__(kStagedThreads, kEncodeMinCtas)
+    encodeKernel(const EncodeArgs a) {
+  const kdev::WarpSet ws = gridWarps();
+  kdev::encodeTilesStaged<Fam, G, Tag>(
+      a.d, static_cast<const typename Tag::T*>(a.in), a.n, a.out, ws.warp, ws.nwarps,
+      warpStage(encodeSmemBytes<G, Tag>() / kStagedWarps));
+}
+
+template <class Fam, int G, class Tag>
+__global__ void __launch_bounds__(kStagedThreads, kDecodeMinCtas)
+    decodeKernel(const DecodeArgs a) {
+  const kdev::WarpSet ws = gridWarps();
+  kdev::decodeTilesStaged<Fam, G, Tag>(a.d, a.in, a.n, static_cast<typename Tag::T*>(a.out),
+                                       ws.warp, ws.nwarps,
+                                       warpStage(decodeSmemBytes<G, Tag>() / kStagedWarps));
 }
 
 template <class Fam, int G, class Tag>
@@ -107,26 +146,34 @@ void checkCuda(cudaError_t e, const char* what);
 // Multiprocessors of the current device (cached per device).
 int smCount();
 
-// Launches Kernel on `stream` for `warps` warps of work: kThreads-thread CTAs, at most one
-// resident wave (CTAs a multiprocessor from the occupancy calculator, cached per kernel).
-template <auto Kernel, class Args>
-void launch(const Args& args, size_t warps, cudaStream_t stream, const char* what) {
+// Launches Kernel on `stream` for `warps` warps of work: Threads-thread CTAs with smemBytes of
+// dynamic shared memory (a compile-time constant of the kernel), at most one resident wave
+// (CTAs a multiprocessor from the occupancy calculator, cached per kernel).
+template <auto Kernel, int Threads = kThreads, class Args>
+void launch(const Args& args, size_t warps, cudaStream_t stream, const char* what,
+            int smemBytes = 0) {
   if (warps == 0) return;
+  constexpr int kWarps = Threads / 32;
   static std::atomic<int> perSm{0};
   int resident = perSm.load(std::memory_order_relaxed);
   if (resident == 0) {
+    if (smemBytes > 48 * 1024)
+      checkCuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(Kernel),
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes),
+                what);
     checkCuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                  &resident, reinterpret_cast<const void*>(Kernel), kThreads, 0),
+                  &resident, reinterpret_cast<const void*>(Kernel), Threads,
+                  static_cast<size_t>(smemBytes)),
               what);
     resident = resident > 0 ? resident : 1;
     perSm.store(resident, std::memory_order_relaxed);
   }
-  const size_t want = (warps + kWarpsPerCta - 1) / kWarpsPerCta;
+  const size_t want = (warps + kWarps - 1) / kWarps;
   const size_t cap = static_cast<size_t>(smCount()) * static_cast<size_t>(resident);
   const dim3 grid(static_cast<unsigned>(want < cap ? want : cap));
   void* argv[] = {const_cast<Args*>(&args)};
-  checkCuda(cudaLaunchKernel(reinterpret_cast<const void*>(Kernel), grid, dim3(kThreads), argv, 0,
-                             stream),
+  checkCuda(cudaLaunchKernel(reinterpret_cast<const void*>(Kernel), grid, dim3(Threads), argv,
+                             static_cast<size_t>(smemBytes), stream),
             what);
 }
 
@@ -194,6 +241,9 @@ void dispatchTag(cocclDataType_t dt, Fn&& fn) {
 void checkDesc(const CodecDesc& d, const char* what);
 void checkCodecType(const CodecDesc& d, cocclDataType_t dt, const char* what);
 void checkPtr(const void* p, const char* name, const char* what);
+// p and self in range (no pointer is read: valid for count = 0).
+void checkInputCount(int p, int self, const char* what);
+// checkInputCount, then every input pointer but ins[self] non-null.
 void checkInputs(const void* const* ins, int p, int self, const char* what);
 
 }  // namespace detail

@@ -11,8 +11,9 @@ void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int s
   constexpr const char* kWhat = "kernels::decodeReduceEncode";
   detail::checkDesc(d, kWhat);
   detail::checkCodecType(d, dt, kWhat);
+  detail::checkInputCount(p, self, kWhat);
+  if (count == 0) return;  // a no-op before any pointer is looked at
   detail::checkInputs(ins, p, self, kWhat);
-  if (count == 0) return;
   if (self >= 0) detail::checkPtr(selfIn, "selfIn", kWhat);
   detail::checkPtr(out, "out", kWhat);
   if (d.kind == CodecKind::None) {

@@ -178,6 +178,52 @@ __device__ __forceinline__ void fp8x2ToF32(uint32_t pair, float& lo, float& hi) 
 #endif
 }
 
+// fp8ToFloat<F> of the four codes of `w` (byte i -> o<i>); the high pair is converted from
+// the register's upper half (no shift: F2FP reads .H1 directly).
+template <class F>
+__device__ __forceinline__ void fp8x4ToF32(uint32_t w, float& o0, float& o1, float& o2, float& o3) {
+#if COCCL_KDEV_HW_FP8
+  uint32_t lo, hi;
+  if constexpr (F::kMantBits == 3)
+    asm("{\n\t.reg .b16 a, b;\n\tmov.b32 {a, b}, %2;\n\t"
+        "cvt.rn.f16x2.e4m3x2 %0, a;\n\tcvt.rn.f16x2.e4m3x2 %1, b;\n\t}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(w));
+  else
+    asm("{\n\t.reg .b16 a, b;\n\tmov.b32 {a, b}, %2;\n\t"
+        "cvt.rn.f16x2.e5m2x2 %0, a;\n\tcvt.rn.f16x2.e5m2x2 %1, b;\n\t}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(w));
+  asm("{\n\t.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\t"
+      "cvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}"
+      : "=f"(o0), "=f"(o1)
+      : "r"(lo));
+  asm("{\n\t.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\t"
+      "cvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}"
+      : "=f"(o2), "=f"(o3)
+      : "r"(hi));
+#else
+  o0 = kmath::fp8ToFloat<F>(static_cast<uint8_t>(w));
+  o1 = kmath::fp8ToFloat<F>(static_cast<uint8_t>(w >> 8));
+  o2 = kmath::fp8ToFloat<F>(static_cast<uint8_t>(w >> 16));
+  o3 = kmath::fp8ToFloat<F>(static_cast<uint8_t>(w >> 24));
+#endif
+}
+
+// ---- int8 codes as biased floats ---------------------------------------------------------------
+
+// The int8 code s of byte i of w as the fp32 value s + kInt8Bias, exactly (one byte permute an
+// element, no conversion instruction): xw = w ^ 0x80808080 holds u = s + 128 in [0, 255]; the
+// word [0x00, u, 0x00, 0x47] is the fp32 2^15 + u. All such values and their sums over up to
+// 256 elements are integers below 2^24, so a Hadamard transform of biased values is exact.
+constexpr float kInt8Bias = 32896.0f;  // 2^15 + 128
+constexpr uint32_t kInt8Flip = 0x80808080u;
+
+template <int I>
+__device__ __forceinline__ float int8BiasedAt(uint32_t xw) {
+  return kmath::bitsFloat(__byte_perm(xw, 0x47000000u, 0x7504u | (I << 4)));
+}
+
 // ---- byte packing ---------------------------------------------------------------------------
 
 // Bytes 0 of a, b, c, d -> one word (a in bits 0..7).

@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include <time.h>
+
 #include <cstdint>
 
 namespace coccl {
@@ -33,22 +35,31 @@ __device__ __forceinline__ void stReleaseSys(uint64_t* p, uint64_t v) {
 }
 
 __device__ __forceinline__ uint64_t globalTimerNs() {
+#if defined(__CUDA_ARCH__)
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#else  // host compilation of the device code (tests/gpu/emu)
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+#endif
 }
 
 __device__ __forceinline__ void backoff(unsigned& ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   __nanosleep(ns);
+#elif !defined(__CUDA_ARCH__) && defined(COCCL_DEVICE_EMULATION)
+  coccl_emu_yield();  // ranks are OS threads sharing few cores
 #endif
   ns = ns < 512u ? ns * 2u : 512u;
 }
 
 enum class WaitResult : int { Ok = 0, Timeout = 1, Poisoned = 2, Aborted = 3 };
 
-// Waits until *flag >= target (poison, ~0, counts as failure). Checks the abort word and the
-// error word (a failure recorded by another block of this rank) every 64 polls.
+// Waits until *flag >= target (poison, ~0, counts as failure). Checks the abort word (host
+// memory) and the error word (device memory: a failure recorded by another block of this rank)
+// every 64 polls.
 __device__ __forceinline__ WaitResult waitAtLeast(const uint64_t* flag, uint64_t target,
                                                   uint64_t timeoutNs,
                                                   const volatile uint32_t* abortWord,

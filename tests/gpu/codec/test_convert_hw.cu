@@ -85,6 +85,35 @@ __global__ void all16Kernel(int kind, Mismatch* m) {
       whi = kmath::fp8ToFloat<kmath::Fp8E5M2>(static_cast<uint8_t>(i >> 8));
     }
     bad = !same(lo, wlo) || !same(hi, whi);
+    // four codes a word (the high pair from the register's upper half)
+    const uint32_t w = i | ((i ^ 0xa5c3u) << 16);
+    float o[4];
+    if (kind == 1)
+      kdev::fp8x4ToF32<kmath::Fp8E4M3>(w, o[0], o[1], o[2], o[3]);
+    else
+      kdev::fp8x4ToF32<kmath::Fp8E5M2>(w, o[0], o[1], o[2], o[3]);
+    for (int b = 0; b < 4; ++b) {
+      const uint8_t code = static_cast<uint8_t>(w >> (8 * b));
+      const float want = kind == 1 ? kmath::fp8ToFloat<kmath::Fp8E4M3>(code)
+                                   : kmath::fp8ToFloat<kmath::Fp8E5M2>(code);
+      bad = bad || !same(o[b], want);
+    }
+  }
+  if (bad) record(m, i);
+}
+
+// int8 codes as biased floats (convert.cuh's int8BiasedAt): every byte at every position.
+__global__ void int8BiasKernel(Mismatch* m) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 65536u) return;
+  const uint32_t w = i | ((i ^ 0x3c96u) << 16);
+  const uint32_t xw = w ^ kdev::kInt8Flip;
+  const float got[4] = {kdev::int8BiasedAt<0>(xw), kdev::int8BiasedAt<1>(xw),
+                        kdev::int8BiasedAt<2>(xw), kdev::int8BiasedAt<3>(xw)};
+  bool bad = false;
+  for (int b = 0; b < 4; ++b) {
+    const float want = static_cast<float>(static_cast<int8_t>(w >> (8 * b))) + kdev::kInt8Bias;
+    bad = bad || __float_as_uint(got[b]) != __float_as_uint(want);
   }
   if (bad) record(m, i);
 }
@@ -115,7 +144,7 @@ TEST(GpuConvert, ConversionInstructionsEqualTheSoftwareReferenceOnEveryInput) {
     EXPECT_EQ(m.count, 0u) << names[kind] << ": " << m.count << " inputs differ, first 0x"
                            << std::hex << m.first;
   }
-  const char* names16[] = {"fp16->fp32", "E4M3x2->fp32", "E5M2x2->fp32"};
+  const char* names16[] = {"fp16->fp32", "E4M3x2/x4->fp32", "E5M2x2/x4->fp32"};
   for (int kind = 0; kind < 3; ++kind) {
     static int k;
     k = kind;
@@ -123,6 +152,9 @@ TEST(GpuConvert, ConversionInstructionsEqualTheSoftwareReferenceOnEveryInput) {
     EXPECT_EQ(m.count, 0u) << names16[kind] << ": " << m.count << " inputs differ, first 0x"
                            << std::hex << m.first;
   }
+  const Mismatch mi = run([](Mismatch* d) { int8BiasKernel<<<256, 256>>>(d); });
+  EXPECT_EQ(mi.count, 0u) << "int8 biased floats: " << mi.count << " words differ, first 0x"
+                          << std::hex << mi.first;
 }
 
 // ---- tile math on the GPU ---------------------------------------------------------------------

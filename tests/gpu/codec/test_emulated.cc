@@ -213,6 +213,135 @@ TEST(EmulatedDeviceCodec, LegacyBlockOpsPathMatchesTheHost) {
   }
 }
 
+// Inputs aimed at the encode's reordered transform (tile_math.cuh's rotateTile: H(x) first,
+// alpha folded into the quantization multiplier, host order when alpha < 1): blocks spanning
+// random exponent ranges down to the fp32 subnormals (transform sums in the subnormal range),
+// blocks whose RMS sits near Qmax / 2^k (alpha at and around 1, mixed in a warp), zeros, and
+// blocks of RMS above Qmax with tiny elements (alpha < 1: alpha * x rounds, the host order).
+std::vector<float> rotationInput(size_t n, int g, uint32_t seed, float qmax) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (size_t base = 0; base < n; base += static_cast<size_t>(g)) {
+    const size_t end = std::min(n, base + static_cast<size_t>(g));
+    const int kind = static_cast<int>(rng() % 5);
+    const int hi = -149 + static_cast<int>(rng() % 170), lo = hi - static_cast<int>(rng() % 40);
+    const float near = qmax * std::ldexp(1.0f, -static_cast<int>(rng() % 3)) *
+                       (0.5f + static_cast<float>(rng() % 1024) / 1024.0f);
+    for (size_t i = base; i < end; ++i) {
+      if (kind == 0) {
+        v[i] = std::ldexp(ud(rng), lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1)));
+      } else if (kind == 1) {
+        v[i] = near * ud(rng) * 1.7f;
+      } else if (kind == 2) {
+        v[i] = (rng() % 3 == 0) ? 0.0f : std::ldexp(ud(rng), -140 + static_cast<int>(rng() % 12));
+      } else if (kind == 3) {
+        v[i] = ud(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+      } else {  // RMS above Qmax (alpha < 1) with tiny elements that alpha * x rounds
+        v[i] = (rng() % 4 == 0) ? std::ldexp(ud(rng), -128 - static_cast<int>(rng() % 8))
+                                : near * 8.0f * ud(rng);
+      }
+    }
+  }
+  return v;
+}
+
+TEST(EmulatedDeviceCodec, ReorderedTransformMatchesTheHostOnEdgeScales) {
+  for (const std::string& base : variantSpecs()) {
+    for (int g : blockSizes()) {
+      CodecPtr c = makeCodec(withBlock(base, g));
+      const CodecDesc d = c->deviceDesc();
+      const float qmax = d.kind == CodecKind::Int8 ? 127.0f : (d.fp8E5M2 ? 57344.0f : 448.0f);
+      for (cocclDataType_t dt : codecTypes()) {
+        for (uint32_t seed = 1; seed <= 2; ++seed) {
+          const size_t n = 4096;
+          SCOPED_TRACE(c->spec() + " " + typeName(dt) + " seed " + std::to_string(seed));
+          const std::vector<uint8_t> in = toTyped(rotationInput(n, g, seed * 77 + g, qmax), dt);
+          const std::vector<uint8_t> want = hostEncode(*c, in, dt, n);
+          const std::vector<uint8_t> got = emuEncode(d, in.data(), dt, n, 0, false);
+          const long i = firstDiff(got, want);
+          ASSERT_LT(i, 0) << describeDiff(got, want, i, n, g);
+          const long k =
+              firstTypedDiff(emuDecode(d, want, n, dt, 0, false), hostDecode(*c, want, n, dt), dt,
+                             false);
+          ASSERT_LT(k, 0) << "decode differs at element " << k;
+        }
+      }
+    }
+  }
+}
+
+// The grid-wide kernels' staged loops (tile_loops.cuh: shared-memory ring filled kStages - 1
+// tiles ahead, running pointers, the out-of-line tail), with host buffers as shared memory:
+// whole tiles, a partial last tile, a partial last block, and unaligned buffers (all direct).
+template <class Tag>
+void checkStaged(const CodecDesc& d, const Codec& c, cocclDataType_t dt, size_t n, size_t inOff,
+                 size_t payloadOff) {
+  using T = typename Tag::T;
+  const std::vector<uint8_t> typed = toTyped(edgeInput(n, d.block, 4242 + n), dt);
+  const std::vector<uint8_t> want = hostEncode(c, typed, dt, n);
+  std::vector<uint8_t> inBuf(typed.size() + 32), payBuf(want.size() + 64, 0xa5);
+  uint8_t* inP = inBuf.data() + (16 - reinterpret_cast<uintptr_t>(inBuf.data()) % 16) % 16 + inOff;
+  uint8_t* payP =
+      payBuf.data() + (16 - reinterpret_cast<uintptr_t>(payBuf.data()) % 16) % 16 + payloadOff;
+  std::memcpy(inP, typed.data(), typed.size());
+  constexpr int kWarps = 3;
+  std::vector<uint4> ring(kWarps * 16384 / sizeof(uint4));
+  runWarps(kWarps, [&](WarpSet ws) {
+    COCCL_DISPATCH_FAMILY(
+        d, COCCL_DISPATCH_G(d, (kdev::encodeTilesStaged<kFam, kG, Tag>(
+                                   d, reinterpret_cast<const T*>(inP), n, payP, ws.warp, ws.nwarps,
+                                   reinterpret_cast<uint8_t*>(ring.data()) + ws.warp * 16384))));
+  });
+  const std::vector<uint8_t> got(payP, payP + want.size());
+  const long i = firstDiff(got, want);
+  ASSERT_LT(i, 0) << "staged encode: " << describeDiff(got, want, i, n, d.block);
+  std::memcpy(payP, want.data(), want.size());
+  std::vector<uint8_t> outBuf(typed.size() + 64, 0x5a);
+  uint8_t* outP = outBuf.data() + (16 - reinterpret_cast<uintptr_t>(outBuf.data()) % 16) % 16 + inOff;
+  const std::vector<uint8_t> outWas(outBuf);
+  runWarps(kWarps, [&](WarpSet ws) {
+    COCCL_DISPATCH_FAMILY(
+        d, COCCL_DISPATCH_G(d, (kdev::decodeTilesStaged<kFam, kG, Tag>(
+                                   d, payP, n, reinterpret_cast<T*>(outP), ws.warp, ws.nwarps,
+                                   reinterpret_cast<uint8_t*>(ring.data()) + ws.warp * 16384))));
+  });
+  const std::vector<uint8_t> dg(outP, outP + typed.size());
+  ASSERT_EQ(firstTypedDiff(dg, hostDecode(c, want, n, dt), dt, false), -1) << "staged decode";
+  for (size_t k = 0; k < outBuf.size(); ++k) {
+    if (outBuf.data() + k < outP || outBuf.data() + k >= outP + typed.size()) {
+      ASSERT_EQ(outBuf[k], outWas[k]) << "staged decode wrote outside the output at " << k;
+    }
+  }
+}
+
+TEST(EmulatedDeviceCodec, StagedKernelLoopsMatchTheHost) {
+  static_assert(kdev::EncodeStage<kdev::TileShapeFor<kdev::Int8Family, 512, kdev::Fp32Tag>,
+                                  kdev::Fp32Tag>::kBytes <= 16384,
+                "ring size of the test");
+  for (const std::string& base : variantSpecs()) {
+    for (int g : blockSizes()) {
+      CodecPtr c = makeCodec(withBlock(base, g));
+      const CodecDesc d = c->deviceDesc();
+      for (cocclDataType_t dt : codecTypes()) {
+        // 7 whole tiles (1024 elements) and a tail; a whole number of tiles; one partial tile
+        for (size_t n : {size_t{7 * 1024 + 300}, size_t{8 * 1024}, size_t{1000}}) {
+          for (int misalign = 0; misalign < 2; ++misalign) {
+            if (misalign && n != 8 * 1024) continue;
+            SCOPED_TRACE(c->spec() + " " + typeName(dt) + " n=" + std::to_string(n) +
+                         (misalign ? " unaligned" : ""));
+            withTag(dt, [&](auto tag) {
+              checkStaged<decltype(tag)>(d, *c, dt, n, misalign ? typeSize(dt) : 0,
+                                         misalign ? 4 : 0);
+            });
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
 // reduceChunk on emulated warps: acc = sum (self raw / decoded payloads), scale, encode, decode.
 void emuReduce(const CodecDesc& d, const std::vector<std::vector<uint8_t>>& ins, int self,
                const std::vector<uint8_t>& selfIn, cocclDataType_t dt, size_t n, float scale,

@@ -93,3 +93,8 @@ inline int __all_sync(unsigned mask, int pred) {
 inline int __any_sync(unsigned mask, int pred) {
   return static_cast<int>(cuda_emu::exchange(cuda_emu::kAny, mask, pred != 0, 0));
 }
+// A warp barrier: every lane of the mask arrives before any goes on (lanes exchange values only
+// at such points, so a lane's earlier stores are seen by every lane after it).
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)cuda_emu::exchange(cuda_emu::kAll, mask, 1, 0);
+}

@@ -1,0 +1,165 @@
+// fp8_ash_ds on a tile (tile_math.cuh's layout): kmath::ashEncodeBlock / ashDecodeBlock
+// (src/kernels/ash_block.h) for the 32/L blocks a warp holds, bitwise in the host's results.
+//
+// Encode hot path (every block of the warp finite, not all zero, usable scales, alpha >= 1):
+// energy and Hadamard transform of x (rotateTile: alpha * x is never formed, alpha folds into
+// the quantization multiplier), alpha, max |y| = alpha max |H x|, one scale word per block,
+// codes of (H x) * (alpha * Qmax / m), four per 32-bit word by two
+// cvt.rn.satfinite.{e4m3,e5m2}x2.f32. The RAW fallback (NaN / Inf / all zero / unusable scales)
+// is taken per group after the warp-wide work, inside a branch that is warp-uniform
+// (__any_sync) and so costs one vote when no group needs it; so is the host-order transform of
+// a warp with a block whose alpha is below 1.
+// Decode: dequantize (cvt.rn.f16x2.{e4m3,e5m2}x2 + two f16 -> f32), transform, * c; RAW blocks
+// are decoded from their codes afterwards (warp-uniform branch).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/tile_math.cuh"
+
+namespace coccl {
+namespace kdev {
+
+template <class F, class S>
+struct TileAsh {
+  static constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, L = S::kL, W = S::kW;
+  using Fmt = kmath::AshFormat<F>;
+  struct Params {
+    float lambda, alphaMin, alphaMax;
+  };
+  __host__ __device__ static Params params(const CodecDesc& d) {
+    return Params{d.lambda, d.alphaMin, d.alphaMax};
+  }
+
+  // Encodes each group's block held in v (clobbered). reload(v) must put the lane's input back
+  // into v (called by the lanes of RAW blocks after the shared transform). Writes the lane's
+  // packed codes to q and returns the block's scale word (the same in every lane of a group).
+  template <class Reload>
+  __device__ __forceinline__ static uint32_t encode(float (&v)[E1][E0], Reload&& reload,
+                                                    uint32_t (&q)[E1][W], int lig,
+                                                    const Params& p) {
+    using namespace kmath;
+    const float energy = tileEnergy<S>(v);
+    bool raw = rawByEnergyReload<S>(energy, reload);
+    uint32_t word = 0;
+    bool transformed = false;
+    if (!__all_sync(kFullMask, raw)) {
+      transformed = true;
+      const Rotated t = rotateTile<S>(v, energy, raw, Fmt::kQmax, p.lambda, p.alphaMin,
+                                      p.alphaMax, reload, lig);
+      const float c = decodeMultiplier(t.m, Fmt::kQmax, 1.0f / static_cast<float>(G), t.invAlpha);
+      raw = static_cast<bool>(raw | !scalesUsable(t.m, t.inv, c));
+      word = floatBits(c);
+      // every lane (no per-lane branch); the lanes of RAW blocks overwrite theirs below
+#pragma unroll
+      for (int j = 0; j < E1; ++j) {
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          const float* y = &v[j][4 * w];
+          q[j][w] = f32x4ToFp8x4<F>(mulRn(y[0], t.k), mulRn(y[1], t.k), mulRn(y[2], t.k),
+                                    mulRn(y[3], t.k));
+        }
+      }
+    }
+    if (__any_sync(kFullMask, raw)) {
+      if (raw && transformed) reload(v);
+      const float r = rawScale(groupMaxAbsFinite<S>(v), Fmt::kRawR);
+      if (raw) {
+        rawCodes(v, r, q);
+        word = rawWord(r);
+      }
+    }
+    return word;
+  }
+
+  // The RAW codes of the lane's elements x for the block's raw scale r (kmath::ashEncodeRaw).
+  __device__ __forceinline__ static void rawCodes(const float (&x)[E1][E0], float r,
+                                                  uint32_t (&q)[E1][W]) {
+    using namespace kmath;
+#pragma unroll
+    for (int j = 0; j < E1; ++j) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        uint32_t c[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float xv = x[j][4 * w + i];
+          const uint32_t u = floatBits(xv);
+          const uint32_t a = u & 0x7fffffffu;
+          uint32_t code;
+          if (a > 0x7f800000u) {
+            code = Fmt::kNan;
+          } else if (a == 0x7f800000u) {
+            code = (u >> 31) ? Fmt::kNegInf : Fmt::kPosInf;
+          } else if (r == 0.0f) {
+            code = (u >> 24) & 0x80u;
+          } else {
+            const uint32_t k = floatToFp8SatNonNan<F>(divRn(xv, r));
+            const uint32_t mag = k & 0x7fu;
+            code = (k & 0x80u) | (mag > Fmt::kRawMaxCode ? Fmt::kRawMaxCode : mag);
+          }
+          c[i] = code;
+        }
+        q[j][w] = packBytes4(c[0], c[1], c[2], c[3]);
+      }
+    }
+  }
+
+  // RAW encode of every group's block (the whole warp calls; used by the unfused kernels).
+  __device__ __forceinline__ static uint32_t encodeRaw(const float (&x)[E1][E0],
+                                                       uint32_t (&q)[E1][W]) {
+    const float r = kmath::rawScale(groupMaxAbsFinite<S>(x), Fmt::kRawR);
+    rawCodes(x, r, q);
+    return kmath::rawWord(r);
+  }
+
+  __device__ __forceinline__ static void dequant(const uint32_t (&q)[E1][W], float (&out)[E1][E0]) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int w = 0; w < W; ++w)
+        fp8x4ToF32<F>(q[j][w], out[j][4 * w], out[j][4 * w + 1], out[j][4 * w + 2],
+                      out[j][4 * w + 3]);
+  }
+
+  // kmath::ashDecodeRawElem of every element, from the codes (fp8ToFloat by the conversion
+  // above: equal for every code but the NaN codes, handled here).
+  __device__ __forceinline__ static void rawDecode(const uint32_t (&q)[E1][W], uint32_t word,
+                                                   float (&out)[E1][E0]) {
+    using namespace kmath;
+    const float r = rawScaleFromWord(word);
+    dequant(q, out);
+#pragma unroll
+    for (int j = 0; j < E1; ++j) {
+#pragma unroll
+      for (int e = 0; e < E0; ++e) {
+        const uint32_t code = (q[j][e / 4] >> (8 * (e % 4))) & 0xffu;
+        float z = mulRn(out[j][e], r);
+        z = code == Fmt::kPosInf ? bitsFloat(0x7f800000u) : z;
+        z = code == Fmt::kNegInf ? bitsFloat(0xff800000u) : z;
+        z = (code & 0x7fu) == Fmt::kNan ? bitsFloat(0x7fc00000u) : z;
+        out[j][e] = z;
+      }
+    }
+  }
+
+  // Decodes each group's block (codes q, scale word `word`) into out (fp32).
+  __device__ __forceinline__ static void decode(const uint32_t (&q)[E1][W], uint32_t word,
+                                                float (&out)[E1][E0], int lig, const Params&) {
+    using namespace kmath;
+    const bool raw = isRawWord(word);  // the same word in every lane of a group
+    if (!__all_sync(kFullMask, raw)) {
+      dequant(q, out);
+      tileFwht<S>(out, lig);
+      const float c = bitsFloat(word);
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
+    }
+    if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
+  }
+};
+
+}  // namespace kdev
+}  // namespace coccl

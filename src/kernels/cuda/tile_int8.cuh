@@ -1,0 +1,187 @@
+// int8 on a tile (tile_math.cuh's layout): kmath::int8EncodeBlock / int8DecodeBlock
+// (src/kernels/int8_block.h) for the 32/L blocks a warp holds, in the host's evaluation order.
+//
+// Transform-mode codes: the host's clamp(rneInt(y * inv), -127, 127) with inv = 127 / m and
+// m = max |y| is rneInt(y * inv) alone: |y| <= m makes |y * inv| <= 127 (1 + 2^-24) before the
+// multiply's rounding, at most 127 + 2^-17 after it, which rounds to 127. So the code byte is
+// the low byte of the bits of (y * inv) + 1.5 * 2^23 (rneInt's addition: its bits are
+// 0x4B400000 + code): one multiply and one add an element, no integer work but the byte packing.
+//
+// Decode: the Hadamard transform of int8 codes is exact in fp32 (every partial sum an integer of
+// magnitude <= 127 * G < 2^24), so it may run on the codes plus a constant bias: each code
+// enters as the exact fp32 s + kInt8Bias (convert.cuh: one byte permute, no I2F). H(s + b 1) =
+// H(s) + G b e_0, so after the transform only element 0 of each block carries the bias, removed
+// exactly by one subtraction (for G <= 256, where the biased partial sums stay below 2^24; at
+// G = 512 each element is unbiased before the transform instead).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/tile_math.cuh"
+
+namespace coccl {
+namespace kdev {
+
+template <class S>
+struct TileInt8 {
+  static constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, L = S::kL, W = S::kW;
+  using K = kmath::Int8Consts;
+  struct Params {
+    bool rotate;
+  };
+  __host__ __device__ static Params params(const CodecDesc& d) { return Params{d.rotate != 0}; }
+
+  // Biased partial sums stay exact (below 2^24) for G <= 256.
+  static constexpr bool kBiasedTransform = G * (32768.0 + 255.0) < 16777216.0;
+
+  template <class Reload>
+  __device__ __forceinline__ static uint32_t encode(float (&v)[E1][E0], Reload&& reload,
+                                                    uint32_t (&q)[E1][W], int lig,
+                                                    const Params& p) {
+    using namespace kmath;
+    float amax = 0.0f, energy = 0.0f;
+    bool raw;
+    if (p.rotate) {
+      energy = tileEnergy<S>(v);
+      raw = rawByEnergyReload<S>(energy, reload);
+    } else {
+      amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
+      raw = blockIsRaw(amax);
+    }
+    uint32_t word = 0;
+    bool transformed = false;
+    if (!__all_sync(kFullMask, raw)) {
+      float m, c, inv, k;
+      if (p.rotate) {
+        transformed = true;
+        const Rotated t = rotateTile<S>(v, energy, raw, K::kQmax, K::kLambda, K::kAlphaMin,
+                                        K::kAlphaMax, reload, lig);
+        m = t.m;
+        inv = t.inv;
+        k = t.k;
+        c = decodeMultiplier(m, K::kQmax, 1.0f / static_cast<float>(G), t.invAlpha);
+      } else {
+        m = amax;
+        c = divRn(m, K::kQmax);
+        inv = k = divRn(K::kQmax, m);
+      }
+      raw = static_cast<bool>(raw | !scalesUsable(m, inv, c));
+      word = floatBits(c);
+      // every lane; the lanes of RAW blocks overwrite theirs below
+#pragma unroll
+      for (int j = 0; j < E1; ++j) {
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          uint32_t c4[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            c4[i] = floatBits(addRn(mulRn(v[j][4 * w + i], k), 12582912.0f));
+          q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
+        }
+      }
+    }
+    if (__any_sync(kFullMask, raw)) {
+      if (raw && transformed) reload(v);  // without rotation v still holds x
+      const float r = rawScale(groupMaxAbsFinite<S>(v), K::kRawR);
+      if (raw) {
+        rawCodes(v, r, q);
+        word = rawWord(r);
+      }
+    }
+    return word;
+  }
+
+  // kmath::int8EncodeRaw's codes for the block's raw scale r.
+  __device__ __forceinline__ static void rawCodes(const float (&x)[E1][E0], float r,
+                                                  uint32_t (&q)[E1][W]) {
+    using namespace kmath;
+#pragma unroll
+    for (int j = 0; j < E1; ++j) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        uint32_t c4[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float xv = x[j][4 * w + i];
+          const uint32_t u = floatBits(xv);
+          const uint32_t a = u & 0x7fffffffu;
+          int32_t code;
+          if (a > 0x7f800000u) {
+            code = K::kNan;
+          } else if (a == 0x7f800000u) {
+            code = (u >> 31) ? K::kNegInf : K::kPosInf;
+          } else {
+            const int32_t qv = r == 0.0f ? 0 : clampI32(rneInt(divRn(xv, r)), -125, 125);
+            code = (qv == 0 && (u >> 31)) ? K::kNegZero : qv;
+          }
+          c4[i] = static_cast<uint32_t>(code);
+        }
+        q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
+      }
+    }
+  }
+
+  // out = code + kInt8Bias, exactly.
+  __device__ __forceinline__ static void dequantBiased(const uint32_t (&q)[E1][W],
+                                                       float (&out)[E1][E0]) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        const uint32_t xw = q[j][w] ^ kInt8Flip;
+        out[j][4 * w] = int8BiasedAt<0>(xw);
+        out[j][4 * w + 1] = int8BiasedAt<1>(xw);
+        out[j][4 * w + 2] = int8BiasedAt<2>(xw);
+        out[j][4 * w + 3] = int8BiasedAt<3>(xw);
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void unbias(float (&out)[E1][E0]) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e) out[j][e] = kmath::subRn(out[j][e], kInt8Bias);
+  }
+
+  __device__ __forceinline__ static void rawDecode(const uint32_t (&q)[E1][W], uint32_t word,
+                                                   float (&out)[E1][E0]) {
+    const float r = kmath::rawScaleFromWord(word);
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e)
+        out[j][e] =
+            kmath::int8DecodeRawElem(static_cast<int8_t>(q[j][e / 4] >> (8 * (e % 4))), r);
+  }
+
+  __device__ __forceinline__ static void decode(const uint32_t (&q)[E1][W], uint32_t word,
+                                                float (&out)[E1][E0], int lig, const Params& p) {
+    using namespace kmath;
+    const bool raw = isRawWord(word);
+    if (!__all_sync(kFullMask, raw)) {
+      dequantBiased(q, out);
+      if (p.rotate) {
+        if constexpr (kBiasedTransform) {
+          tileFwht<S>(out, lig);
+          // the bias G * kInt8Bias sits on element 0 of the block: run 0, element 0 of lane 0
+          out[0][0] = subRn(out[0][0], lig == 0 ? static_cast<float>(G) * kInt8Bias : 0.0f);
+        } else {
+          unbias(out);
+          tileFwht<S>(out, lig);
+        }
+      } else {
+        unbias(out);
+      }
+      const float c = bitsFloat(word);
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
+    }
+    if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
+  }
+};
+
+}  // namespace kdev
+}  // namespace coccl
