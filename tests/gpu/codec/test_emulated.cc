@@ -1,5 +1,5 @@
 // The device codec functions of src/kernels/cuda/chunk_codec.cuh, compiled as host code and run
-// with every warp emulated lane by lane (emu/), against the host codecs, bit for bit. Runs on
+// with every warp emulated lane by lane (tests/gpu/emu), against the host codecs, bit for bit. Runs on
 // any machine: it checks the tile layout, the order of every floating-point operation, the
 // RAW/transform selection and the reductions of the device code path without a GPU (the
 // conversion instructions, which this build replaces by their software reference, are checked
@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "codec_ref.h"
 #include "kernels/cuda/chunk_codec.cuh"
@@ -18,13 +19,12 @@ namespace {
 
 using kdev::WarpSet;
 
-// Runs fn(WarpSet) in every lane of nwarps emulated warps.
+// Runs fn(WarpSet) in every lane of nwarps emulated warps: one emulated block of 32 * nwarps
+// lanes (tests/gpu/emu), warp w = lanes [32w, 32w + 32).
 void runWarps(int nwarps, const std::function<void(WarpSet)>& fn) {
-  for (int w = 0; w < nwarps; ++w) {
-    auto body = [&] { fn(WarpSet{w, nwarps}); };
-    const char* err = nullptr;
-    ASSERT_TRUE(cuda_emu::runWarp(w % 8, body, &err)) << err;
-  }
+  std::string err;
+  const auto body = [&] { fn(WarpSet{static_cast<int>(threadIdx.x / 32), nwarps}); };
+  ASSERT_TRUE(block_emu::runBlock(0, 1, 32u * static_cast<unsigned>(nwarps), body, &err)) << err;
 }
 
 template <class Fn>

@@ -4,7 +4,9 @@
 // __syncthreads as a block barrier and shuffles / __syncwarp exchanged between the lanes of a
 // warp; __shared__ variables are per OS thread (one OS thread per block). Ranks run on their own
 // OS threads, so flags, waits and staging are exercised with real concurrency. Only what those
-// headers use is here; without __CUDA_ARCH__ they take their portable paths.
+// headers use is here; without __CUDA_ARCH__ they take their portable paths. Used by
+// test_device_emulated (the collective kernels) and tests/gpu/codec's test_codec_emulated (the
+// chunk codec functions, one block of 32 lanes a warp).
 #pragma once
 
 #include <sched.h>
