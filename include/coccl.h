@@ -23,7 +23,8 @@
  *   cocclInvalidArgument  a NULL pointer where a value is needed, a bad data type / op / rank /
  *                         root / count, or an uninitialised config.
  *   cocclInvalidUsage     a valid argument in the wrong state (aborted or failed communicator,
- *                         group misuse, an op a codec cannot do when asked for explicitly).
+ *                         group misuse, host and device buffers mixed), or ranks whose calls
+ *                         do not match (a peer sent a different number of bytes).
  *   cocclSystemError      a socket / UCX / OS call failed, or a wait ran past COCCL_TIMEOUT_MS.
  *   cocclRemoteError      a peer closed its connection or reported an error (dead rank).
  *   cocclUnhandledCudaError a CUDA runtime call failed.
@@ -308,7 +309,8 @@ COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec);
 
 /* Bytes that `count` elements of `datatype` occupy on the wire when encoded by `codec`, for a
  * single chunk (exact; a collective's total also depends on how it is chunked, which
- * cocclCollWireBytes reports). Errors: cocclInvalidArgument (NULL, unsupported datatype). */
+ * cocclCommGetLastCollStats reports after the call). Errors: cocclInvalidArgument (NULL,
+ * unsupported datatype). */
 COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
                                                cocclDataType_t datatype, size_t* bytes);
 

@@ -36,14 +36,12 @@ void checkBuffer(const void* p, size_t bytes, const char* name) {
 
 // out-of-place buffers must not overlap; in-place is only the documented position.
 void checkOverlap(const void* in, size_t inBytes, const void* out, size_t outBytes,
-                  const void* inPlacePos, const char* what) {
+                  const void* inPlacePos) {
   if (!inBytes || !outBytes || in == inPlacePos) return;
   auto a = reinterpret_cast<uintptr_t>(in), b = reinterpret_cast<uintptr_t>(out);
   bool overlap = a < b + outBytes && b < a + inBytes;
   COCCL_CHECK_ARG(!overlap,
-                  "%s: sendbuff and recvbuff overlap but sendbuff is not at the in-place "
-                  "position",
-                  what);
+                  "sendbuff and recvbuff overlap but sendbuff is not at the in-place position");
 }
 
 const Codec* codecOf(cocclCodec_t c) { return c ? c->codec.get() : nullptr; }
@@ -77,7 +75,7 @@ cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
         size_t b = checkedBytes(count, 1, dt);
         checkBuffer(sendbuff, b, "sendbuff");
         checkBuffer(recvbuff, b, "recvbuff");
-        checkOverlap(sendbuff, b, recvbuff, b, recvbuff, fn);
+        checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
       },
       [=] {
         if (count)
@@ -98,8 +96,7 @@ cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvc
         checkBuffer(sendbuff, in, "sendbuff");
         checkBuffer(recvbuff, out, "recvbuff");
         checkOverlap(recvbuff, out, sendbuff, in,
-                     static_cast<const char*>(sendbuff) + static_cast<size_t>(c.rank()) * out,
-                     fn);
+                     static_cast<const char*>(sendbuff) + static_cast<size_t>(c.rank()) * out);
       },
       [=] {
         if (recvcount)
@@ -120,8 +117,7 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
         checkBuffer(sendbuff, in, "sendbuff");
         checkBuffer(recvbuff, out, "recvbuff");
         checkOverlap(sendbuff, in, recvbuff, out,
-                     static_cast<const char*>(recvbuff) + static_cast<size_t>(c.rank()) * in,
-                     fn);
+                     static_cast<const char*>(recvbuff) + static_cast<size_t>(c.rank()) * in);
       },
       [=] {
         if (sendcount)
@@ -215,7 +211,7 @@ COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, siz
         size_t b = checkedBytes(count, 1, datatype);
         if (c.rank() == root) checkBuffer(sendbuff, b, "sendbuff");
         checkBuffer(recvbuff, b, "recvbuff");
-        if (c.rank() == root) checkOverlap(sendbuff, b, recvbuff, b, recvbuff, "cocclBroadcast");
+        if (c.rank() == root) checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
       },
       [=] {
         if (count) broadcast(*comm->impl, sendbuff, recvbuff, count, datatype, root, stream);
@@ -236,7 +232,7 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
         checkBuffer(sendbuff, b, "sendbuff");
         if (c.rank() == root) {
           checkBuffer(recvbuff, b, "recvbuff");
-          checkOverlap(sendbuff, b, recvbuff, b, recvbuff, "cocclReduce");
+          checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
         }
       },
       [=] {

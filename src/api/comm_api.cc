@@ -1,6 +1,7 @@
 // Communicator management at the C boundary.
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 
 #include "api/api_internal.h"
@@ -72,6 +73,11 @@ bool allZero(const cocclUniqueId& id) {
 
 void initRank(cocclComm* handle, int nranks, const cocclUniqueId& id, int rank,
               const CommConfig& cfg) {
+  static std::once_flag versionOnce;  // COCCL_DEBUG=VERSION (or more): once per process
+  std::call_once(versionOnce, [] {
+    COCCL_VERSION_LOG("coccl version %d.%d.%d (CUDA device path %s)", COCCL_MAJOR, COCCL_MINOR,
+                      COCCL_PATCH, DeviceComm::built() ? "built" : "not built");
+  });
   BootstrapHandle bh;
   std::memcpy(&bh, id.internal, sizeof(bh));
   const std::string& commId = env().commId;

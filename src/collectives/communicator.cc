@@ -17,7 +17,7 @@ Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
     : rank_(rank), nranks_(nranks), cfg_(cfg), policy_(cfg.policy) {
   bootstrap_ = std::make_unique<Bootstrap>(handle, rank, nranks, cfg.timeoutMs);
   topo_ = gatherTopology(*bootstrap_);
-  transport_ = makeUcxTransport(*bootstrap_);
+  transport_ = makeUcxTransport(*bootstrap_, topo_);
   waiter_ = std::make_unique<Waiter>(*transport_, *bootstrap_, abort_, cfg.timeoutMs);
   sendSeq_.assign(nranks, 0);
   recvSeq_.assign(nranks, 0);

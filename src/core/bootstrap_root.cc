@@ -4,6 +4,7 @@
 // when its timeout passes or when a registered rank leaves before the table went out.
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <system_error>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -60,8 +62,24 @@ void rejectRegistration(RootConn& c, uint64_t magic, int32_t status, int32_t nra
   c.sock.close();
 }
 
+// Held by a root thread whenever it is not blocked in poll(), and taken around fork() (a
+// pthread_atfork handler): a process that forks while its root thread serves (a parent that
+// calls cocclGetUniqueId, then forks its ranks) forks only while that thread sits in poll(),
+// never while it is inside malloc / mmap. UCX's memory hooks take a lock there, and a child
+// that inherited it held would hang in its first ucp_init.
+std::mutex g_rootWork;
+
+void registerForkGuard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ::pthread_atfork([] { g_rootWork.lock(); }, [] { g_rootWork.unlock(); },
+                     [] { g_rootWork.unlock(); });
+  });
+}
+
 // Runs on the root thread; never throws.
 void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string where) {
+  std::unique_lock<std::mutex> work(g_rootWork);  // released last, after the locals below
   try {
     Deadline deadline(timeoutMs);
     std::vector<RootConn> pending;  // connected, registration incomplete
@@ -80,7 +98,9 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
       for (auto& c : pending) fds.push_back({c.sock.fd(), POLLIN, 0});
       for (auto& c : ranks)
         if (c.sock.valid()) fds.push_back({c.sock.fd(), static_cast<short>(POLLIN | POLLRDHUP), 0});
+      work.unlock();
       int rc = ::poll(fds.data(), fds.size(), deadline.remainingMs());
+      work.lock();
       if (rc < 0 && errno != EINTR) {
         COCCL_WARN("bootstrap root %s: poll failed: %s", where.c_str(), std::strerror(errno));
         return;
@@ -197,6 +217,7 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
 void startRoot(Socket listener, uint64_t magic, const SocketAddress& bound) {
   int64_t timeoutMs = env().timeoutMs;
   std::string where = bound.toString();
+  registerForkGuard();
   try {
     std::thread(rootMain, std::move(listener), magic, timeoutMs, where).detach();
   } catch (const std::system_error& e) {

@@ -117,13 +117,14 @@ void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, con
   if (!logEnabled(level, subsys)) return;
   const LogConfig& c = cfg();
   long tid = static_cast<long>(syscall(SYS_gettid));
+  const int pid = static_cast<int>(getpid());  // not cached: a forked child logs its own
   std::lock_guard<std::mutex> lock(g_outMutex);
   if (level == LogLevel::Trace) {
     const char* base = strrchr(file, '/');
-    fprintf(c.out, "%s:%d:%ld [%d] COCCL %s %s:%d %s\n", c.host, c.pid, tid, t_rank,
+    fprintf(c.out, "%s:%d:%ld [%d] COCCL %s %s:%d %s\n", c.host, pid, tid, t_rank,
             levelName(level), base ? base + 1 : file, line, msg.c_str());
   } else {
-    fprintf(c.out, "%s:%d:%ld [%d] COCCL %s %s\n", c.host, c.pid, tid, t_rank, levelName(level),
+    fprintf(c.out, "%s:%d:%ld [%d] COCCL %s %s\n", c.host, pid, tid, t_rank, levelName(level),
             msg.c_str());
   }
   fflush(c.out);

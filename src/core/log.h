@@ -37,6 +37,12 @@ const char* lastError();
 
 }  // namespace coccl
 
+#define COCCL_VERSION_LOG(...)                                                             \
+  do {                                                                                     \
+    if (::coccl::logEnabled(::coccl::LogLevel::Version, ::coccl::kLogAll))                 \
+      ::coccl::logMessage(::coccl::LogLevel::Version, ::coccl::kLogAll, __FILE__, __LINE__, \
+                          __VA_ARGS__);                                                    \
+  } while (0)
 #define COCCL_WARN(...) \
   ::coccl::logMessage(::coccl::LogLevel::Warn, ::coccl::kLogAll, __FILE__, __LINE__, __VA_ARGS__)
 #define COCCL_INFO(subsys, ...)                                                          \

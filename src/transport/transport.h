@@ -14,6 +14,7 @@
 
 #include "core/bootstrap.h"
 #include "core/deadline.h"
+#include "core/topology.h"
 
 namespace coccl {
 
@@ -88,7 +89,9 @@ void Waiter::until(Pred pred, const char* what) {
   }
 }
 
-// Creates the UCX transport for host memory; worker addresses are exchanged through `bs`.
-std::unique_ptr<Transport> makeUcxTransport(Bootstrap& bs);
+// Creates the UCX transport for host memory; worker addresses are exchanged through `bs`;
+// `topo` says which peers share this host (transport and error-handling choices, see
+// ucx_transport.cc).
+std::unique_ptr<Transport> makeUcxTransport(Bootstrap& bs, const CommTopology& topo);
 
 }  // namespace coccl

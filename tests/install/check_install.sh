@@ -13,3 +13,7 @@ LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/consumer/consumer
 libdir=$(dirname "$(find "$work/prefix" -name coccl.pc | head -1)")
 PKG_CONFIG_PATH="$libdir" cc "$src/consumer/main.c" $(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs coccl) -o "$work/pc"
 LD_LIBRARY_PATH="$(dirname "$libdir")" "$work/pc"
+# The installed coccl_perf finds the installed library by itself (RUNPATH $ORIGIN/../lib).
+if [ -x "$work/prefix/bin/coccl_perf" ]; then
+  env -u LD_LIBRARY_PATH "$work/prefix/bin/coccl_perf" all_reduce -t 2 -b 1K -e 1K -n 1 -w 0 >/dev/null
+fi

@@ -174,6 +174,8 @@ DeviceComm::~DeviceComm() {
   }
 }
 
+bool DeviceComm::built() { return true; }
+
 int DeviceComm::currentDevice() {
   // Never initialise CUDA here: a process that has not touched CUDA stays fork-safe.
   if (!cudaDriverInitialised()) return -1;

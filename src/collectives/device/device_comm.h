@@ -31,6 +31,8 @@ class DeviceComm {
   // The CUDA device current on the calling thread when this process already uses CUDA, else -1.
   // Never initialises CUDA (fork safety); -1 in host-only builds.
   static int currentDevice();
+  // True when this library was built with the CUDA device path.
+  static bool built();
   ~DeviceComm();
   DeviceComm(const DeviceComm&) = delete;
   DeviceComm& operator=(const DeviceComm&) = delete;

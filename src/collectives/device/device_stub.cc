@@ -13,6 +13,7 @@ DeviceComm::~DeviceComm() = default;
 
 std::unique_ptr<DeviceComm> DeviceComm::create(Communicator&) { return nullptr; }
 int DeviceComm::currentDevice() { return -1; }
+bool DeviceComm::built() { return false; }
 
 namespace {
 [[noreturn]] void noDevice() {

@@ -57,8 +57,11 @@ class UcxRequest final : public Request {
       if (st == UCS_OK && info.length != bytes_) {
         ucp_request_free(req_);
         req_ = nullptr;
-        COCCL_THROW(cocclInternalError, "UCX receive got %zu bytes, expected %zu", info.length,
-                    bytes_);
+        COCCL_THROW(cocclInvalidUsage,
+                    "a peer sent %zu bytes where this rank expected %zu: do all ranks call the "
+                    "same collectives in the same order with the same count, datatype and "
+                    "codec?",
+                    info.length, bytes_);
       }
     } else {
       st = ucp_request_check_status(req_);
@@ -66,6 +69,11 @@ class UcxRequest final : public Request {
     }
     ucp_request_free(req_);
     req_ = nullptr;
+    if (st == UCS_ERR_MESSAGE_TRUNCATED)
+      COCCL_THROW(cocclInvalidUsage,
+                  "a peer sent more than the %zu bytes this rank expected: do all ranks call the "
+                  "same collectives in the same order with the same count, datatype and codec?",
+                  bytes_);
     if (st != UCS_OK) throwUcs(isRecv_ ? "receive" : "send", st);
     return true;
   }
@@ -79,20 +87,29 @@ class UcxRequest final : public Request {
 
 class UcxTransport final : public Transport {
  public:
-  explicit UcxTransport(Bootstrap& bs) : rank_(bs.rank()), nranks_(bs.nranks()) {
+  UcxTransport(Bootstrap& bs, const CommTopology& topo)
+      : rank_(bs.rank()), nranks_(bs.nranks()) {
     if (nranks_ >= (1 << kRankBits))
       COCCL_THROW(cocclInvalidArgument, "UCX transport supports at most %d ranks",
                   (1 << kRankBits) - 1);
+    local_.resize(static_cast<size_t>(nranks_));
+    for (int r = 0; r < nranks_; ++r) local_[static_cast<size_t>(r)] = topo.sameHost(rank_, r);
     ucp_config_t* config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
     if (st != UCS_OK) throwUcs("ucp_config_read", st);
-    // UCX's CMA transport (process_vm_readv) aborts the whole process when the peer process has
-    // died, and the shared-memory transports cannot report peer failure instead; so unless the
-    // user chose transports with UCX_TLS, leave CMA out: a dead peer then just goes silent and
-    // the bootstrap's connection watch turns that into cocclRemoteError (README "Failures").
+    // A dead peer must give the others an error, never take their process down. Unless the user
+    // chose transports with UCX_TLS:
+    // - CMA (process_vm_readv) aborts the whole process when the peer process has died: out;
+    // - when every rank is on this host, TCP is out too: UCX would otherwise add loopback TCP
+    //   lanes, and a TCP connection that breaks under an endpoint without peer error handling
+    //   hits an assertion in UCX (seen with UCX 1.13: "got REQ message"). Shared memory stays;
+    //   it cannot report peer failure, so a dead local peer just goes silent and the
+    //   bootstrap's connection watch turns that into cocclRemoteError (README "Failures").
+    // Endpoints to other hosts use peer error handling (TCP / RDMA support it).
     if (!std::getenv("UCX_TLS")) {
-      st = ucp_config_modify(config, "TLS", "^cma");
-      if (st != UCS_OK) COCCL_WARN("UCX: could not exclude cma: %s", ucs_status_string(st));
+      const char* tls = topo.nodes == 1 ? "^cma,tcp" : "^cma";
+      st = ucp_config_modify(config, "TLS", tls);
+      if (st != UCS_OK) COCCL_WARN("UCX: could not set TLS=%s: %s", tls, ucs_status_string(st));
     }
     ucp_params_t params;
     std::memset(&params, 0, sizeof(params));
@@ -182,9 +199,10 @@ class UcxTransport final : public Transport {
       std::memset(&ep, 0, sizeof(ep));
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
       ep.address = reinterpret_cast<const ucp_address_t*>(all.data() + maxLen * r);
-      // NONE: the shared-memory transports support no other mode; peer death is detected by
-      // the bootstrap (Waiter::idle -> Bootstrap::checkPeers).
-      ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+      // Same host: NONE (the shared-memory transports support no other mode; peer death is
+      // detected by the bootstrap: Waiter::idle -> Bootstrap::checkPeers). Other hosts: PEER.
+      ep.err_mode = local_[static_cast<size_t>(r)] ? UCP_ERR_HANDLING_MODE_NONE
+                                                   : UCP_ERR_HANDLING_MODE_PEER;
       st = ucp_ep_create(worker_, &ep, &eps_[r]);
       if (st != UCS_OK) throwUcs("ucp_ep_create", st);
     }
@@ -214,6 +232,7 @@ class UcxTransport final : public Transport {
 
   int rank_;
   int nranks_;
+  std::vector<bool> local_;  // peer r on this host
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> eps_;
@@ -221,8 +240,8 @@ class UcxTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> makeUcxTransport(Bootstrap& bs) {
-  return std::make_unique<UcxTransport>(bs);
+std::unique_ptr<Transport> makeUcxTransport(Bootstrap& bs, const CommTopology& topo) {
+  return std::make_unique<UcxTransport>(bs, topo);
 }
 
 }  // namespace coccl
