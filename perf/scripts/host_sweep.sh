@@ -28,7 +28,7 @@ for tls in $TLS; do
         awk '/^ +[0-9]+ +[0-9]+ / {print $1, $6, $8}' > "$tmp/$codec"
     done
     echo
-    echo "## UCX ${tls}, $dt, ${RANKS:-4} ranks: out-of-place time (us) / busbw (GB/s); speedup = none time / codec time"
+    echo "### UCX ${tls}, $dt, ${RANKS:-4} ranks: out-of-place time (us) / busbw (GB/s); speedup = none time / codec time"
     echo "| size | none | fp8_ash_ds | speedup | int8 | speedup |"
     echo "|---|---|---|---|---|---|"
     paste -d' ' "$tmp/none" "$tmp/fp8_ash_ds" "$tmp/int8" | awk '
