@@ -28,15 +28,21 @@ CommConfig makeConfig(const cocclConfig_t* user) {
     cfg.size = sizeof(cfg);
   }
   CommConfig c;
-  c.timeoutMs = cfg.timeoutMs != COCCL_CONFIG_UNDEF_INT && cfg.timeoutMs > 0 ? cfg.timeoutMs
-                                                                              : e.timeoutMs;
-  c.chunkBytes = cfg.chunkBytes > 0 ? cfg.chunkBytes : e.chunkBytes;
-  COCCL_CHECK_ARG(c.chunkBytes >= 4096, "chunkBytes %lld is below 4096",
-                  static_cast<long long>(c.chunkBytes));
+  // Unset fields (the initializer's values) take the environment; set ones must be valid.
+  COCCL_CHECK_ARG(cfg.timeoutMs == COCCL_CONFIG_UNDEF_INT || cfg.timeoutMs > 0,
+                  "config timeoutMs %d: expected > 0 ms", cfg.timeoutMs);
+  c.timeoutMs = cfg.timeoutMs != COCCL_CONFIG_UNDEF_INT ? cfg.timeoutMs : e.timeoutMs;
+  c.chunkBytes = cfg.chunkBytes != -1 ? cfg.chunkBytes : e.chunkBytes;
+  COCCL_CHECK_ARG(c.chunkBytes >= 4096, "chunkBytes %lld: expected >= 4096 (%s)",
+                  static_cast<long long>(c.chunkBytes),
+                  cfg.chunkBytes != -1 ? "config" : "COCCL_CHUNK_BYTES");
+  COCCL_CHECK_ARG(cfg.compressMinBytes >= -1, "config compressMinBytes %lld: expected >= 0",
+                  static_cast<long long>(cfg.compressMinBytes));
   c.algo = cfg.algorithm ? std::string(cfg.algorithm) : e.algo;
   COCCL_CHECK_ARG(c.algo == "auto" || c.algo == "ring" || c.algo == "two-shot" ||
                       c.algo == "direct",
-                  "COCCL_ALGO=%s: expected auto, two-shot or ring", c.algo.c_str());
+                  "algorithm \"%s\" (%s): expected auto, two-shot or ring", c.algo.c_str(),
+                  cfg.algorithm ? "config" : "COCCL_ALGO");
   c.ringMinRanks = static_cast<int>(e.ringMinRanks);
   if (cfg.commName) c.name = cfg.commName;
   auto pick = [](const char* fromCfg, const std::string& fromEnv) {

@@ -54,6 +54,19 @@ TEST(Api, InitRejectsBadArguments) {
   cocclConfig_t badCodec = COCCL_CONFIG_INITIALIZER;
   badCodec.codec = "fp9_magic";
   EXPECT_EQ(cocclCommInitRankConfig(&comm, 1, id, 0, &badCodec), cocclInvalidArgument);
+  // Set config fields must be valid (unset ones take the environment).
+  const auto rejected = [&](void (*set)(cocclConfig_t*), const char* says) {
+    cocclConfig_t c = COCCL_CONFIG_INITIALIZER;
+    set(&c);
+    EXPECT_EQ(cocclCommInitRankConfig(&comm, 1, id, 0, &c), cocclInvalidArgument) << says;
+    EXPECT_NE(std::string(cocclGetLastError(nullptr)).find(says), std::string::npos)
+        << cocclGetLastError(nullptr);
+  };
+  rejected([](cocclConfig_t* c) { c->timeoutMs = -5; }, "timeoutMs");
+  rejected([](cocclConfig_t* c) { c->timeoutMs = 0; }, "timeoutMs");
+  rejected([](cocclConfig_t* c) { c->chunkBytes = 0; }, "chunkBytes");
+  rejected([](cocclConfig_t* c) { c->compressMinBytes = -7; }, "compressMinBytes");
+  rejected([](cocclConfig_t* c) { c->algorithm = "tree"; }, "(config)");
   EXPECT_EQ(cocclGetUniqueId(nullptr), cocclInvalidArgument);
 }
 
