@@ -117,15 +117,4 @@ cocclConfig_t configWithTimeout(int timeoutMs) {
   return c;
 }
 
-std::string dataDir() {
-  const char* candidates[] = {std::getenv("COCCL_DATA_DIR"), COCCL_TEST_DATA_DIR,
-                              "/work/shared/data"};
-  for (const char* d : candidates) {
-    if (!d || !*d) continue;
-    std::string m = std::string(d) + "/tp_tensors_manifest.json";
-    if (access(m.c_str(), R_OK) == 0) return d;
-  }
-  return "";
-}
-
 }  // namespace coccl::test

@@ -43,7 +43,5 @@ void runProcessRanks(int n, const std::function<void(int)>& setup,
 
 cocclConfig_t configWithTimeout(int timeoutMs);
 
-// The real tensor-parallel data folder (tp_tensors_manifest.json), or "" when not present.
-std::string dataDir();
 
 }  // namespace coccl::test

@@ -2,17 +2,7 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <map>
-#include <regex>
-#include <sstream>
 #include <stdexcept>
-#include <tuple>
-
-#ifndef COCCL_DATA_DIR
-#define COCCL_DATA_DIR ""
-#endif
 
 namespace coccl {
 namespace test {
@@ -70,71 +60,6 @@ std::vector<uint8_t> DevBuf::download(size_t offset, size_t bytes) const {
 
 void deviceSync() {
   cudaCheck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-}
-
-namespace {
-bool hasManifest(const std::string& dir) {
-  return !dir.empty() && std::ifstream(dir + "/tp_tensors_manifest.json").good();
-}
-}  // namespace
-
-std::string tpDataDir() {
-  const char* env = std::getenv("COCCL_DATA_DIR");
-  for (const std::string& d :
-       {std::string(env ? env : ""), std::string(COCCL_DATA_DIR), std::string("/work/shared/data")})
-    if (hasManifest(d)) return d;
-  return "";
-}
-
-// The manifest's "tensors" array holds flat objects ("shape" is the only array inside them):
-// a few regular expressions read it without a JSON library.
-std::vector<TpCase> loadTpCases(const std::string& dir) {
-  std::ifstream mf(dir + "/tp_tensors_manifest.json");
-  std::stringstream ss;
-  ss << mf.rdbuf();
-  const std::string text = ss.str();
-  const size_t at = text.find("\"tensors\"");
-  if (at == std::string::npos) throw std::runtime_error("no tensors in the manifest");
-  const std::regex objRe("\\{[^{}]*\\}");
-  const std::regex strRe("\"(\\w+)\"\\s*:\\s*\"([^\"]*)\"");
-  const std::regex numRe("\"(\\w+)\"\\s*:\\s*(-?[0-9]+)");
-  using Key = std::tuple<long, long, std::string, std::string>;
-  std::map<Key, TpCase> cases;
-  std::map<std::string, std::vector<char>> files;
-  const std::string tail = text.substr(at);
-  for (auto it = std::sregex_iterator(tail.begin(), tail.end(), objRe);
-       it != std::sregex_iterator(); ++it) {
-    const std::string obj = it->str();
-    std::map<std::string, std::string> s;
-    std::map<std::string, long> n;
-    for (auto m = std::sregex_iterator(obj.begin(), obj.end(), strRe); m != std::sregex_iterator();
-         ++m)
-      s[(*m)[1]] = (*m)[2];
-    for (auto m = std::sregex_iterator(obj.begin(), obj.end(), numRe); m != std::sregex_iterator();
-         ++m)
-      n[(*m)[1]] = std::stol((*m)[2]);
-    if (!s.count("file") || !n.count("offset") || !n.count("nbytes")) continue;
-    if (s["dtype"] != "bf16") throw std::runtime_error("expected bf16 tensors");
-    auto f = files.find(s["file"]);
-    if (f == files.end()) {
-      std::ifstream in(dir + "/" + s["file"], std::ios::binary);
-      if (!in) throw std::runtime_error("cannot open " + dir + "/" + s["file"]);
-      f = files.emplace(s["file"], std::vector<char>(std::istreambuf_iterator<char>(in), {})).first;
-    }
-    const size_t off = static_cast<size_t>(n["offset"]), bytes = static_cast<size_t>(n["nbytes"]);
-    if (off + bytes > f->second.size()) throw std::runtime_error("tensor outside " + s["file"]);
-    const Key key{n["step"], n["layer"], s["module"], s["kind"]};
-    TpCase& c = cases[key];
-    c.name = "step" + std::to_string(n["step"]) + "/L" + std::to_string(n["layer"]) + "/" +
-             s["module"] + "/" + s["kind"];
-    const size_t rank = static_cast<size_t>(n["tp_rank"]);
-    if (c.ranks.size() <= rank) c.ranks.resize(rank + 1);
-    c.ranks[rank].resize(bytes / 2);
-    std::memcpy(c.ranks[rank].data(), f->second.data() + off, bytes);
-  }
-  std::vector<TpCase> out;
-  for (auto& kv : cases) out.push_back(std::move(kv.second));
-  return out;
 }
 
 }  // namespace test

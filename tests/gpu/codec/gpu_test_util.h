@@ -49,15 +49,6 @@ class DevBuf {
 
 void deviceSync();
 
-// Real tensor-parallel payloads: cases of 4 bf16 ranks (see /work/shared/data/README.md).
-struct TpCase {
-  std::string name;
-  std::vector<std::vector<uint16_t>> ranks;
-};
-// $COCCL_DATA_DIR, the directory compiled in, then /work/shared/data; "" if none has the
-// manifest.
-std::string tpDataDir();
-std::vector<TpCase> loadTpCases(const std::string& dir);
 
 }  // namespace test
 }  // namespace coccl

@@ -8,6 +8,7 @@
 
 #include "gpu_test_util.h"
 #include "kernels/device_codec.h"
+#include "tp_data.h"
 
 namespace coccl {
 namespace test {
@@ -15,7 +16,7 @@ namespace {
 
 const std::vector<TpCase>& cases() {
   static const std::vector<TpCase> c = [] {
-    const std::string dir = tpDataDir();
+    const std::string dir = findTpDataDir();
     return dir.empty() ? std::vector<TpCase>{} : loadTpCases(dir);
   }();
   return c;
