@@ -3,9 +3,14 @@
 // into a table once. Also: the calling thread's CUDA device, through the CUDA runtime or driver
 // the process already has (the shim links no CUDA library).
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -72,6 +77,51 @@ std::vector<std::string> candidates() {
   return c;
 }
 
+// Copies `path` to a new file and opens that copy (RTLD_LOCAL | RTLD_DEEPBIND). For a library
+// the program has already loaded itself (PyTorch preloads its wheel's libnccl.so.2 by path):
+// dlopen would hand back that instance, whose calls to its own exported nccl* functions were
+// bound through the global scope, i.e. to the shim (which then sees the real NCCL's handles:
+// every forwarded call failed with ncclInvalidArgument). A copy is a distinct object, bound
+// inside itself; the program's instance stays unused. The copy lives in $TMPDIR (else /tmp), is
+// unlinked once mapped, or in a memfd when no directory is writable.
+void* openPrivateCopy(const std::string& path, std::string* why) {
+  int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (in < 0 || fstat(in, &st) != 0) {
+    if (in >= 0) close(in);
+    *why = path + ": loaded by the program, and cannot be read for a private copy";
+    return nullptr;
+  }
+  const char* tmp = getenv("TMPDIR");
+  std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/coccl-real-nccl-XXXXXX";
+  std::vector<char> buf(name.begin(), name.end());
+  buf.push_back('\0');
+  int out = mkstemp(buf.data());
+  std::string target = buf.data();
+  if (out < 0) {
+    out = memfd_create("coccl-real-nccl", MFD_CLOEXEC);
+    target = "/proc/self/fd/" + std::to_string(out);
+  }
+  bool copied = out >= 0;
+  for (off_t off = 0; copied && off < st.st_size;) {
+    ssize_t n = sendfile(out, in, &off, static_cast<size_t>(st.st_size - off));
+    if (n <= 0) copied = false;
+  }
+  close(in);
+  void* h = copied ? dlopen(target.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind) : nullptr;
+  const char* e = h || !copied ? nullptr : dlerror();
+  if (target.compare(0, 6, "/proc/") != 0 && out >= 0) unlink(target.c_str());
+  if (out >= 0) close(out);
+  if (!h) {
+    *why = path + ": loaded by the program; its private copy " +
+           (copied ? "did not load: " + std::string(e ? e : "?") : "could not be written");
+    return nullptr;
+  }
+  logf(2, "%s is loaded by the program (its nccl* calls bind to the shim): using a private copy",
+       path.c_str());
+  return h;
+}
+
 // Opens one candidate; nullptr (and why in *why) when it is absent, the shim, or not NCCL.
 void* tryOpen(const std::string& cand, const std::string& own, std::string* why) {
   if (cand.find('/') != std::string::npos) {
@@ -85,7 +135,16 @@ void* tryOpen(const std::string& cand, const std::string& own, std::string* why)
       return nullptr;
     }
   }
-  void* h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
+  void* h = nullptr;
+  void* pre = cand.find('/') != std::string::npos ? dlopen(cand.c_str(), RTLD_NOW | RTLD_NOLOAD)
+                                                  : nullptr;
+  if (pre) {
+    dlclose(pre);
+    h = openPrivateCopy(cand, why);
+    if (!h) return nullptr;
+  } else {
+    h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
+  }
   if (!h) {
     const char* e = dlerror();
     *why = cand + ": " + (e ? e : "dlopen failed");

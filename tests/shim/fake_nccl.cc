@@ -139,6 +139,10 @@ FAKE ncclResult_t ncclReduceScatter(const void*, void*, size_t n, ncclDataType_t
 }
 FAKE ncclResult_t ncclAllGather(const void*, void*, size_t n, ncclDataType_t t, ncclComm_t c,
                                 cudaStream_t) {
+  // Like NCCL 2.28, which calls its own exported API inside (through the PLT: a program that
+  // loaded this library without RTLD_DEEPBIND binds that call to the shim's function).
+  ncclResult_t state;
+  if (ncclCommGetAsyncError(c, &state) != ncclSuccess) return ncclInvalidArgument;
   rec("ncclAllGather rank=%d count=%zu type=%d", rankOf(c), n, t);
   return ncclSuccess;
 }

@@ -169,3 +169,25 @@ TEST(FakeNccl, SplitShrinkAndGroupedInits) {
   ncclResult_t st;
   EXPECT_EQ(a.ncclCommGetAsyncError(comms[0], &st), ncclInvalidArgument);  // aborted
 }
+
+// PyTorch loads its wheel's libnccl.so.2 by path before any NCCL call: that instance binds its
+// internal calls of its own exported nccl* functions to the shim (first in the global scope).
+// The shim must not forward to that instance (every forwarded call failed with
+// ncclInvalidArgument) but to a private copy. Runs in its own process, before anything loads
+// the real NCCL (ctest: shim_cpu_preloaded_nccl).
+TEST(PreloadedNccl, ForwardedCallsBindInsideTheRealNccl) {
+  void* global = dlopen(SHIM_PATH, RTLD_NOW | RTLD_GLOBAL);  // as LD_PRELOAD puts it
+  ASSERT_NE(global, nullptr) << dlerror();
+  void* programs = dlopen(getenv("COCCL_NCCL_LIBRARY"), RTLD_NOW);  // the program's own copy
+  ASSERT_NE(programs, nullptr) << dlerror();
+  auto programCount = reinterpret_cast<int (*)(const char*)>(dlsym(programs, "fakeNcclCount"));
+  ASSERT_NE(programCount, nullptr);
+  runRanks(2, [&](int r, ncclComm_t comm) {
+    std::vector<int64_t> x(2, r);
+    EXPECT_EQ(api().ncclAllGather(x.data() + r, x.data(), 1, ncclInt64, comm, nullptr), ncclSuccess)
+        << lastError();
+  });
+  EXPECT_EQ(programCount("ncclCommInitRankConfig"), 0) << "the shim used the program's instance";
+  EXPECT_EQ(programCount("ncclAllGather"), 0);
+  EXPECT_EQ(count("ncclAllGather"), 0);  // count() opens the path again: the program's instance
+}
