@@ -27,7 +27,6 @@ Env makeEnv() {
   Env e;
   std::string no = getStr("COCCL_SHIM_NO_NCCL");
   e.noNccl = !no.empty() && no != "0";
-  e.ncclLibrary = getStr("COCCL_NCCL_LIBRARY");
   e.codec = getStr("COCCL_CODEC");
   e.codecAllReduce = getStr("COCCL_CODEC_ALLREDUCE");
   e.codecReduceScatter = getStr("COCCL_CODEC_REDUCESCATTER");

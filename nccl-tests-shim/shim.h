@@ -24,7 +24,6 @@ namespace shim {
 // ---- environment (read once) ---------------------------------------------------------------
 struct Env {
   bool noNccl = false;          // COCCL_SHIM_NO_NCCL=1: no real NCCL at all
-  std::string ncclLibrary;      // COCCL_NCCL_LIBRARY
   std::string codec;            // COCCL_CODEC
   std::string codecAllReduce;   // COCCL_CODEC_ALLREDUCE ...
   std::string codecReduceScatter;

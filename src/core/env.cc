@@ -35,6 +35,9 @@ const EnvEntry kEnvTable[] = {
      "collective moves at most about half of it per rank per round (must be equal on all ranks)"},
     {"COCCL_DEVICE_BLOCKS", "32",
      "device path: thread blocks per collective kernel, 1..128 (must be equal on all ranks)"},
+    {"COCCL_DEVICE_TRANSPORT", "auto",
+     "device path: cuda_ipc (ranks of one host), nccl (the real NCCL's send/recv, any GPUs and "
+     "hosts) or auto (cuda_ipc, else nccl when every rank has a GPU); equal on all ranks"},
 };
 const int kEnvTableSize = static_cast<int>(sizeof(kEnvTable) / sizeof(kEnvTable[0]));
 
@@ -105,6 +108,13 @@ void readAll() {
     COCCL_WARN("COCCL_DEVICE_STAGING_BYTES=%lld is below 1 MiB; using 1 MiB",
                static_cast<long long>(g_env.deviceStagingBytes));
     g_env.deviceStagingBytes = int64_t{1} << 20;
+  }
+  g_env.deviceTransport = getStr("COCCL_DEVICE_TRANSPORT", "auto");
+  if (g_env.deviceTransport != "auto" && g_env.deviceTransport != "cuda_ipc" &&
+      g_env.deviceTransport != "nccl") {
+    COCCL_WARN("COCCL_DEVICE_TRANSPORT=%s is not auto, cuda_ipc or nccl; using auto",
+               g_env.deviceTransport.c_str());
+    g_env.deviceTransport = "auto";
   }
   g_env.deviceBlocks = getInt("COCCL_DEVICE_BLOCKS", 32);
   if (g_env.deviceBlocks < 1 || g_env.deviceBlocks > 128) {

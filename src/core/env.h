@@ -36,6 +36,7 @@ struct Env {
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
   int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS
+  std::string deviceTransport;  // COCCL_DEVICE_TRANSPORT (auto | cuda_ipc | nccl)
 };
 
 // The process-wide values (read at first call).

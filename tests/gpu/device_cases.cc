@@ -119,4 +119,15 @@ DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s) {
   return res;
 }
 
+std::vector<uint8_t> hostReference(const Rank& r, size_t n, cocclDataType_t dt, int a, int b,
+                                   cocclCodec_t codec) {
+  std::vector<uint8_t> in = hostPattern(n, dt, a, b + r.rank), out(in.size());
+  EXPECT_EQ(codec ? cocclAllReduceCodec(in.data(), out.data(), n, dt, cocclSum, codec, r.comm,
+                                        nullptr)
+                  : cocclAllReduce(in.data(), out.data(), n, dt, cocclSum, r.comm, nullptr),
+            cocclSuccess)
+      << cocclGetLastError(r.comm);
+  return out;
+}
+
 }  // namespace coccl::test

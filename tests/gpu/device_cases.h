@@ -39,4 +39,9 @@ struct DResult {
 // Returns the buffers for further checks.
 DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s);
 
+// The host path's AllReduce (SUM; through `codec` unless null) of hostPattern(n, dt, a, b + rank)
+// on every rank: the reference of replayed / back-to-back device calls.
+std::vector<uint8_t> hostReference(const Rank& r, size_t n, cocclDataType_t dt, int a, int b,
+                                   cocclCodec_t codec);
+
 }  // namespace coccl::test

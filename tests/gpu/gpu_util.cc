@@ -44,6 +44,9 @@ void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOpti
       n,
       [&opts](int r) {
         for (const auto& kv : opts.env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+        if (opts.ncclHostIdPerRank)
+          setenv("NCCL_HOSTID", ("coccl-test-" + std::to_string(getppid()) + "-rank" +
+                                 std::to_string(r)).c_str(), 1);
         if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
           std::fprintf(stderr, "rank %d: cannot use CUDA device 0\n", r);
           _exit(2);

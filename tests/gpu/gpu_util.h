@@ -39,6 +39,9 @@ struct GpuRunOptions {
   bool destroyComm = true;
   // Environment set in every child before anything else (e.g. COCCL_DEVICE_STAGING_BYTES).
   std::vector<std::pair<std::string, std::string>> env;
+  // Gives every rank its own NCCL_HOSTID, so that the real NCCL (the NCCL transport) accepts
+  // several ranks on one GPU.
+  bool ncclHostIdPerRank = false;
 };
 
 // Runs body(rank) on n forked processes; each child calls cudaSetDevice(0), then

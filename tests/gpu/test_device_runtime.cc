@@ -27,18 +27,6 @@ struct CodecHandle {
   ~CodecHandle() { cocclCodecDestroy(c); }
 };
 
-// Host-path AllReduce of hostPattern(n, dt, a, b + rank) on every rank: the reference.
-std::vector<uint8_t> hostReference(const Rank& r, size_t n, cocclDataType_t dt, int a, int b,
-                                   cocclCodec_t codec) {
-  std::vector<uint8_t> in = hostPattern(n, dt, a, b + r.rank), out(in.size());
-  EXPECT_EQ(codec ? cocclAllReduceCodec(in.data(), out.data(), n, dt, cocclSum, codec, r.comm,
-                                        nullptr)
-                  : cocclAllReduce(in.data(), out.data(), n, dt, cocclSum, r.comm, nullptr),
-            cocclSuccess)
-      << cocclGetLastError(r.comm);
-  return out;
-}
-
 // One compressed AllReduce captured into a CUDA graph, replayed 200 times with a new input each
 // time (input = step + rank): every replay bitwise equal to the host path's result for that
 // step, never the previous step's. Eager calls in between share the round numbers.

@@ -1,4 +1,4 @@
-// The shim's own declarations of the NCCL ABI (nccl-tests-shim/nccl_abi.h) against NVIDIA's
+// The shim's own declarations of the NCCL ABI (src/transport/nccl/nccl_abi.h) against NVIDIA's
 // nccl.h: every size, field offset and enum value must match. All checks are compile-time.
 #include <nccl.h>
 

@@ -50,8 +50,10 @@
 #include "collectives/communicator.h"
 #include "collectives/collectives.h"
 #include "collectives/device/dev_types.h"
+#include "collectives/device/device_common.h"
 #include "collectives/device/launch.h"
 #include "collectives/device/memtype.h"
+#include "collectives/device/nccl_path.h"
 #include "collectives/device/plan.h"
 #include "collectives/host/layout.h"
 #include "collectives/host/reduce.h"
@@ -64,24 +66,6 @@
 namespace coccl {
 namespace {
 
-// Restores the calling thread's current device on scope exit.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int dev) {
-    if (cudaGetDevice(&prev_) != cudaSuccess) {
-      (void)cudaGetLastError();
-      prev_ = -1;
-    }
-    if (dev >= 0 && dev != prev_) COCCL_CUDA_CHECK(cudaSetDevice(dev));
-  }
-  ~DeviceGuard() {
-    if (prev_ >= 0) (void)cudaSetDevice(prev_);
-  }
-
- private:
-  int prev_ = -1;
-};
-
 constexpr int kEvents = 8;  // streams a group of send/recv may span
 
 }  // namespace
@@ -93,6 +77,7 @@ struct DeviceComm::Impl {
   std::string reason;
   dev::Layout lay;
   std::unique_ptr<CudaIpcRegion> region;
+  std::unique_ptr<NcclDevicePath> nccl;  // the device path over NCCL instead of CUDA IPC
   dev::HostState* host = nullptr;     // host view of the mapped state
   dev::HostState* hostDev = nullptr;  // its device view
   dev::Ctx* ctx = nullptr;            // device memory
@@ -199,14 +184,39 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(e.deviceStagingBytes));
   std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
                                  static_cast<uint64_t>(dev::kThreads)};
+  // COCCL_DEVICE_TRANSPORT: cuda_ipc, nccl, or auto (CUDA IPC, else NCCL when every rank has
+  // a device: ranks on several hosts). Every rank reads the same value (documented), and every
+  // decision below is taken from values all ranks share.
+  const std::string& tp = e.deviceTransport;
+  std::vector<int32_t> devs(static_cast<size_t>(p));
+  devs[static_cast<size_t>(c.rank())] = c.config().cudaDevice;
+  c.bootstrap().allGather(devs.data(), sizeof(int32_t));
+  const bool allDevices =
+      std::all_of(devs.begin(), devs.end(), [](int32_t x) { return x >= 0; });
+  m.device = c.config().cudaDevice;  // cocclCommCuDevice reports it whatever the path
+  auto tryNccl = [&](const std::string& before) {
+    if (!allDevices) {
+      m.reason = before + "not every rank has a CUDA device";
+      return;
+    }
+    m.nccl = std::make_unique<NcclDevicePath>(c, m.device);
+    if (!m.nccl->usable()) {
+      m.reason = before + m.nccl->reason();
+      m.nccl.reset();
+    }
+  };
+  if (tp == "nccl") {
+    tryNccl("");
+    return d;
+  }
   m.region = std::make_unique<CudaIpcRegion>(c.bootstrap(), dev, m.lay.total, agree,
                                              c.topology().ranks[c.rank()].hostHash);
   if (!m.region->usable()) {
     m.reason = p > dev::kMaxRanks
                    ? format("%d ranks (the device path takes at most %d)", p, dev::kMaxRanks)
                    : m.region->reason();
-    m.device = dev;  // cocclCommCuDevice still reports it
     m.region.reset();
+    if (tp == "auto") tryNccl("CUDA IPC: " + m.reason + "; NCCL: ");
     return d;
   }
   m.device = dev;
@@ -243,11 +253,12 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   return d;
 }
 
-bool DeviceComm::usable() const { return impl_->region != nullptr; }
+bool DeviceComm::usable() const { return impl_->region != nullptr || impl_->nccl != nullptr; }
 const std::string& DeviceComm::reason() const { return impl_->reason; }
 int DeviceComm::device() const { return impl_->device; }
 
 cocclResult_t DeviceComm::asyncError() const {
+  if (impl_->nccl) return impl_->nccl->asyncError();
   if (!impl_->host) return cocclSuccess;
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&impl_->host->error);
   switch (e) {
@@ -260,6 +271,11 @@ cocclResult_t DeviceComm::asyncError() const {
 
 void DeviceComm::abort() {
   Impl& m = *impl_;
+  if (m.nccl) {
+    m.aborted = true;
+    m.nccl->abort();
+    return;
+  }
   if (!m.host || m.aborted) return;
   m.aborted = true;
   m.host->abort = 1u;
@@ -277,6 +293,10 @@ void DeviceComm::abort() {
 
 void DeviceComm::quiesce() {
   Impl& m = *impl_;
+  if (m.nccl) {
+    if (!m.aborted) m.nccl->quiesce();
+    return;
+  }
   if (!m.region || !m.used) return;
   DeviceGuard g(m.device);
   COCCL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -313,17 +333,6 @@ void DeviceComm::quiesce() {
 
 namespace {
 
-bool codecOnDevice(const Codec* codec) {
-  return codec && codec->deviceDesc().kind != CodecKind::None;
-}
-
-void setStats(CollStats& s, size_t logical, size_t wire, const Codec* codec, const char* algo) {
-  s.logicalBytes = logical;
-  s.wireBytesSent = wire;
-  s.codec = codec ? codec->name() : "none";
-  s.algorithm = algo;
-}
-
 cudaError_t launchReduceCodec(const dev::Ctx* ctx, const dev::ReduceArgs& a, int nb,
                               cudaStream_t s) {
   switch (a.dtype) {
@@ -348,6 +357,7 @@ void DeviceComm::allReduce(const void* in, void* out, size_t count, cocclDataTyp
                            cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
                            CollStats& stats) {
   Impl& m = *impl_;
+  if (m.nccl) return m.nccl->allReduce(in, out, count, dt, op, codec, stream, stats);
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
@@ -373,6 +383,7 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
                                cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
                                CollStats& stats) {
   Impl& m = *impl_;
+  if (m.nccl) return m.nccl->reduceScatter(in, out, recvcount, dt, op, codec, stream, stats);
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
@@ -393,6 +404,7 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
 void DeviceComm::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                         cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
+  if (m.nccl) return m.nccl->reduce(in, out, count, dt, op, root, stream, stats);
   const int me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::Reduce, in, out, count,
@@ -406,6 +418,7 @@ void DeviceComm::reduce(const void* in, void* out, size_t count, cocclDataType_t
 void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
                            const Codec* codec, cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
+  if (m.nccl) return m.nccl->allGather(in, out, sendcount, dt, codec, stream, stats);
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
@@ -426,6 +439,7 @@ void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDat
 void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
                            cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
+  if (m.nccl) return m.nccl->broadcast(in, out, count, dt, root, stream, stats);
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t bytes = count * dtypeSize(dt);
   const dev::GatherArgs a =
@@ -439,6 +453,7 @@ void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataTyp
 
 void DeviceComm::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
   Impl& m = *impl_;
+  if (m.nccl) return m.nccl->pointToPoint(ops, stats);
   COCCL_CHECK_USAGE(ops.size() <= static_cast<size_t>(dev::kMaxP2P),
                     "a group holds %zu device sends/receives on one communicator (at most %d)",
                     ops.size(), dev::kMaxP2P);

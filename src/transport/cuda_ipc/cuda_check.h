@@ -27,3 +27,32 @@
       COCCL_WARN("%s failed: %s", #call, cudaGetErrorString(coccl_cuda_err_));              \
     }                                                                                       \
   } while (0)
+
+namespace coccl {
+
+// Makes `dev` current for the scope (dev < 0: leaves it); restores the previous device. A
+// failing cudaSetDevice throws, unless kNoThrow (code that reports errors otherwise).
+class DeviceGuard {
+ public:
+  enum NoThrow { kNoThrow };
+  explicit DeviceGuard(int dev) : DeviceGuard(dev, kNoThrow) {
+    if (dev >= 0 && dev != prev_) COCCL_CUDA_CHECK(cudaSetDevice(dev));
+  }
+  DeviceGuard(int dev, NoThrow) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      prev_ = -1;
+    }
+    if (dev >= 0 && dev != prev_ && cudaSetDevice(dev) != cudaSuccess) (void)cudaGetLastError();
+  }
+  ~DeviceGuard() {
+    if (prev_ >= 0) (void)cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+}  // namespace coccl

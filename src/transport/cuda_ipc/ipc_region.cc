@@ -28,21 +28,6 @@ struct RegionRecord {
   char why[128];  // when !ok
 };
 
-// Restores the calling thread's current device on scope exit.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int dev) {
-    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
-    if (dev >= 0 && dev != prev_) (void)cudaSetDevice(dev);
-  }
-  ~DeviceGuard() {
-    if (prev_ >= 0) (void)cudaSetDevice(prev_);
-  }
-
- private:
-  int prev_ = -1;
-};
-
 std::string cudaMsg(const char* what, cudaError_t e) {
   (void)cudaGetLastError();
   return format("%s: %s", what, cudaGetErrorString(e));
@@ -70,7 +55,7 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
   if (device < 0) {
     why = "no CUDA device is current on this rank's thread at init";
   } else {
-    DeviceGuard g(device);
+    DeviceGuard g(device, DeviceGuard::kNoThrow);
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e != cudaSuccess) {
@@ -117,7 +102,7 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
   int32_t mapped = 1;
   std::string mapWhy;
   if (reason_.empty()) {
-    DeviceGuard g(device);
+    DeviceGuard g(device, DeviceGuard::kNoThrow);
     for (int r = 0; r < nranks_; ++r) {
       const RegionRecord& x = recs[static_cast<size_t>(r)];
       if (r == rank_) {
@@ -177,7 +162,7 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
 
 void CudaIpcRegion::closePeers() {
   if (device_ < 0) return;
-  DeviceGuard g(device_);
+  DeviceGuard g(device_, DeviceGuard::kNoThrow);
   for (int r = 0; r < nranks_; ++r) {
     if (opened_[static_cast<size_t>(r)])
       COCCL_CUDA_WARN(cudaIpcCloseMemHandle(ptrs_[static_cast<size_t>(r)]));
@@ -189,7 +174,7 @@ void CudaIpcRegion::closePeers() {
 void CudaIpcRegion::release() {
   if (device_ < 0) return;
   closePeers();
-  DeviceGuard g(device_);
+  DeviceGuard g(device_, DeviceGuard::kNoThrow);
   if (local_) COCCL_CUDA_WARN(cudaFree(local_));
   local_ = nullptr;
   ptrs_[static_cast<size_t>(rank_)] = nullptr;

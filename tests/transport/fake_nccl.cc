@@ -57,6 +57,9 @@ FAKE ncclResult_t ncclGetVersion(int* v) {
   return ncclSuccess;
 }
 FAKE const char* ncclGetLastError(ncclComm_t) { return "fake nccl error"; }
+FAKE const char* ncclGetErrorString(ncclResult_t r) {
+  return r == ncclSuccess ? "no error" : "fake error string";
+}
 FAKE ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   std::memset(id, 0, sizeof(*id));
   int n;

@@ -3,7 +3,8 @@
  * NVIDIA's nccl.h (2.28.9) and nccl_device/core.h. The shim declares them itself so that it
  * builds without NCCL's or CUDA's headers and cannot drift with whichever nccl.h is installed;
  * tests/shim/test_shim_abi.cc checks every size, offset and value against the real header where
- * one is found. Only types and constants here: the functions are defined in the shim's sources.
+ * one is found. Only types and constants here. Shared by the NCCL transport (src/transport/nccl),
+ * which calls the real library through them, and the shim (nccl-tests-shim), which defines them.
  */
 #ifndef COCCL_SHIM_NCCL_ABI_H_
 #define COCCL_SHIM_NCCL_ABI_H_

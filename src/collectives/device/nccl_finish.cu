@@ -1,0 +1,49 @@
+// The last step of a compressed ReduceScatter over the NCCL transport: the fp32 sum, scaled for
+// AVG, converted to the output type exactly as the host path does (src/collectives/host/wire.cc
+// finish: scaleFloats, then convertFromFloat).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "collectives/device/nccl_path.h"
+#include "core/error.h"
+#include "kernels/float_convert.h"
+
+namespace coccl {
+namespace {
+
+template <int kType>
+__global__ void finishKernel(const float* acc, size_t n, float scale, void* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float v = acc[i];
+    if (scale != 1.0f) v = __fmul_rn(v, scale);
+    if (kType == cocclFloat32)
+      static_cast<float*>(out)[i] = v;
+    else if (kType == cocclBfloat16)
+      static_cast<uint16_t*>(out)[i] = kmath::floatToBf16(v);
+    else
+      static_cast<uint16_t*>(out)[i] = kmath::floatToFp16(v);
+  }
+}
+
+}  // namespace
+
+void launchFinishReduce(const float* acc, size_t count, float scale, cocclDataType_t dt,
+                        void* out, cocclStream_t stream) {
+  if (count == 0) return;
+  const int threads = 256;
+  const int blocks = static_cast<int>(std::min<size_t>((count + threads - 1) / threads, 1024));
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  switch (dt) {
+    case cocclFloat32: finishKernel<cocclFloat32><<<blocks, threads, 0, s>>>(acc, count, scale, out); break;
+    case cocclBfloat16: finishKernel<cocclBfloat16><<<blocks, threads, 0, s>>>(acc, count, scale, out); break;
+    case cocclFloat16: finishKernel<cocclFloat16><<<blocks, threads, 0, s>>>(acc, count, scale, out); break;
+    default: COCCL_THROW(cocclInvalidArgument, "finish of a compressed reduction: dtype %d", dt);
+  }
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    COCCL_THROW(cocclUnhandledCudaError, "finish kernel launch: %s", cudaGetErrorString(e));
+}
+
+}  // namespace coccl

@@ -1,0 +1,438 @@
+// Host side of the device collectives over the NCCL transport (see nccl_path.h).
+//
+// ---- Pipeline ------------------------------------------------------------------------------
+// S = the caller's stream (codec kernels), C = this communicator's internal stream (NCCL's
+// grouped sends and receives). A message is processed in pieces k = 0..K-1 (piece k of every
+// shard). Staging holds two sets of slots (set k % 2); per set: send[p], recv[p], red, gath[p],
+// each slotBytes (COCCL_CHUNK_BYTES) long.
+//
+// Two-shot AllReduce, five stages: enc(k) S -> x1(k) C -> red(k) S -> x2(k) C -> dec(k) S,
+// issued as
+//   enc(0) x1(0); for k: { enc(k+1) x1(k+1); red(k) x2(k); dec(k-1) }; dec(K-1)
+// so that S encodes piece k+1 and decode-reduces piece k while C moves piece k's bytes. Every
+// arrow is an event recorded on one stream and waited on the other (graph capture follows it).
+// Slot reuse is safe with two sets: a slot of set k % 2 is rewritten for piece k+2 by a stage
+// issued after the stream that writes it has waited for the stage that last read it (e.g.
+// enc(k+2) follows red(k) on S, and red(k) waited for x1(k), the reader of send[set]).
+// ReduceScatter and AllGather have three stages: a(k) S -> x(k) C -> b(k) S, issued
+//   a(0) x(0); for k: { a(k+1) x(k+1); b(k) }.
+// The last stage of a call is on S and waits for C's last transfer, so a call ends joined.
+#include "collectives/device/nccl_path.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "codecs/codec.h"
+#include "collectives/collectives.h"
+#include "collectives/communicator.h"
+#include "collectives/device/device_common.h"
+#include "collectives/host/layout.h"
+#include "collectives/host/reduce.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/device_codec.h"
+#include "transport/cuda_ipc/cuda_check.h"
+#include "transport/nccl/nccl_transport.h"
+
+namespace coccl {
+namespace {
+
+constexpr int kSets = 2;
+enum Slot { kSend = 0, kRecv = 1, kRed = 2, kGath = 3 };
+
+}  // namespace
+
+struct NcclDevicePath::Impl {
+  Communicator& comm;
+  int device;
+  int p, me;
+  std::unique_ptr<NcclTransport> tr;
+  std::string reason;
+  cudaStream_t side = nullptr;
+  cudaEvent_t ev[4][kSets] = {};  // per stage boundary and set
+  char* staging = nullptr;
+  size_t slotBytes = 0;
+  float* acc = nullptr;  // ReduceScatter's fp32 sum of one piece (4 * slotBytes)
+
+  Impl(Communicator& c, int dev) : comm(c), device(dev), p(c.nranks()), me(c.rank()) {}
+
+  char* slot(size_t k, Slot kind, int j) const {
+    const size_t per = 3 * static_cast<size_t>(p) + 1;
+    const size_t base = (k % kSets) * per;
+    const size_t idx = kind == kSend   ? static_cast<size_t>(j)
+                       : kind == kRecv ? static_cast<size_t>(p + j)
+                       : kind == kRed  ? 2 * static_cast<size_t>(p)
+                                       : 2 * static_cast<size_t>(p) + 1 + static_cast<size_t>(j);
+    return staging + (base + idx) * slotBytes;
+  }
+  // Elements of one piece: whole codec blocks whose payload fits a slot.
+  size_t pieceElems(const CodecDesc& d) const {
+    const size_t g = static_cast<size_t>(d.block);
+    return std::max(g, slotBytes / (g + 4) * g);
+  }
+  cudaStream_t user(cocclStream_t s) const { return reinterpret_cast<cudaStream_t>(s); }
+  // `to` waits for everything issued so far on `from` (event of stage boundary `b`, set k).
+  void link(cudaStream_t from, cudaStream_t to, int b, size_t k) {
+    cudaEvent_t e = ev[b][k % kSets];
+    COCCL_CUDA_CHECK(cudaEventRecord(e, from));
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
+  }
+  // One grouped exchange on C: sends (payload of piece k to peers) and receives.
+  void exchange(const std::function<void()>& post) {
+    tr->groupStart();
+    try {
+      post();
+    } catch (...) {
+      try {
+        tr->groupEnd();
+      } catch (...) {
+      }
+      throw;
+    }
+    tr->groupEnd();
+  }
+
+  // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file).
+  void run3(size_t K, cudaStream_t s, const std::function<void(size_t)>& a,
+            const std::function<void(size_t)>& x, const std::function<void(size_t)>& b) {
+    auto first = [&](size_t k) {
+      a(k);
+      link(s, side, 0, k);
+      x(k);
+      COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));  // S waits for it before b(k)
+    };
+    first(0);
+    for (size_t k = 0; k < K; ++k) {
+      if (k + 1 < K) first(k + 1);
+      COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
+      b(k);
+    }
+  }
+
+  // Five stages of the two-shot AllReduce.
+  void run5(size_t K, cudaStream_t s, const std::function<void(size_t)>& enc,
+            const std::function<void(size_t)>& x1, const std::function<void(size_t)>& red,
+            const std::function<void(size_t)>& x2, const std::function<void(size_t)>& dec) {
+    auto first = [&](size_t k) {
+      enc(k);
+      link(s, side, 0, k);
+      x1(k);
+      COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));
+    };
+    first(0);
+    for (size_t k = 0; k < K; ++k) {
+      if (k + 1 < K) first(k + 1);
+      COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
+      red(k);
+      link(s, side, 2, k);
+      x2(k);
+      COCCL_CUDA_CHECK(cudaEventRecord(ev[3][k % kSets], side));
+      if (k > 0) {
+        COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(k - 1) % kSets], 0));
+        dec(k - 1);
+      }
+    }
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(K - 1) % kSets], 0));
+    dec(K - 1);
+  }
+};
+
+NcclDevicePath::NcclDevicePath(Communicator& c, int device)
+    : impl_(std::make_unique<Impl>(c, device)) {
+  Impl& m = *impl_;
+  DeviceGuard g(device);
+  m.tr = std::make_unique<NcclTransport>(c.bootstrap());
+  if (!m.tr->usable()) {
+    m.reason = "NCCL transport: " + m.tr->reason();
+    m.tr.reset();
+    return;
+  }
+  m.slotBytes = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
+  const size_t slots = kSets * (3 * static_cast<size_t>(m.p) + 1);
+  void* st = nullptr;
+  COCCL_CUDA_CHECK(cudaMalloc(&st, slots * m.slotBytes));
+  m.staging = static_cast<char*>(st);
+  void* a = nullptr;
+  COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * m.slotBytes));
+  m.acc = static_cast<float*>(a);
+  COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
+  for (auto& row : m.ev)
+    for (cudaEvent_t& e : row) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  COCCL_INFO(kLogInit | kLogCuda,
+             "device path on over NCCL %d: device %d, %zu-byte slots (%zu KiB staging)",
+             m.tr->version(), device, m.slotBytes, (slots * m.slotBytes + 4 * m.slotBytes) >> 10);
+}
+
+NcclDevicePath::~NcclDevicePath() {
+  Impl& m = *impl_;
+  if (!m.tr) return;
+  if (asyncError() == cocclSuccess) {
+    try {
+      quiesce();
+    } catch (const std::exception& e) {
+      COCCL_WARN("NCCL device path teardown: %s", e.what());
+      m.tr->abort();
+    }
+  }
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  (void)cudaSetDevice(m.device);
+  for (auto& row : m.ev)
+    for (cudaEvent_t& e : row)
+      if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
+  m.tr.reset();  // ncclCommDestroy (or abort) before the buffers NCCL may still reference go
+  if (m.side) COCCL_CUDA_WARN(cudaStreamDestroy(m.side));
+  if (m.staging) COCCL_CUDA_WARN(cudaFree(m.staging));
+  if (m.acc) COCCL_CUDA_WARN(cudaFree(m.acc));
+  if (prev >= 0) (void)cudaSetDevice(prev);
+}
+
+bool NcclDevicePath::usable() const { return impl_->tr != nullptr; }
+const std::string& NcclDevicePath::reason() const { return impl_->reason; }
+
+cocclResult_t NcclDevicePath::asyncError() const {
+  return impl_->tr ? impl_->tr->asyncError() : cocclSuccess;
+}
+
+void NcclDevicePath::abort() {
+  if (impl_->tr) impl_->tr->abort();
+}
+
+void NcclDevicePath::quiesce() {
+  Impl& m = *impl_;
+  if (!m.tr) return;
+  DeviceGuard g(m.device);
+  const int64_t tms = std::max<int64_t>(m.comm.config().timeoutMs, 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(tms);
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(m.side);
+    if (q == cudaSuccess) break;
+    if (q != cudaErrorNotReady) COCCL_CUDA_CHECK(q);
+    cocclResult_t e = m.tr->asyncError();
+    if (e != cocclSuccess)
+      COCCL_THROW(e, "NCCL device path: the NCCL communicator failed (%s)", resultString(e));
+    if (std::chrono::steady_clock::now() > deadline)
+      COCCL_THROW(cocclSystemError,
+                  "NCCL device path: transfers did not finish within COCCL_TIMEOUT_MS (%lld ms)",
+                  static_cast<long long>(tms));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  COCCL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// ---- collectives ------------------------------------------------------------------------------
+
+void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+                               cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
+                               CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.p, me = m.me;
+  const size_t es = dtypeSize(dt);
+  DeviceGuard g(m.device);
+  if (!codecOnDevice(codec)) {
+    setStats(stats, count * es, count * es * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p),
+             nullptr, "nccl");
+    m.tr->allReduce(in, out, count, dt, op, stream);
+    return;
+  }
+  const CodecDesc d = codec->deviceDesc();
+  const std::vector<Range> sh = balancedShards(count, p, static_cast<size_t>(d.block));
+  size_t wire = 0, longest = 0;
+  for (int j = 0; j < p; ++j) {
+    const size_t b = codec->encodedBytes(sh[j].count, dt);
+    wire += j == me ? b * static_cast<size_t>(p - 1) : b;
+    longest = std::max(longest, sh[j].count);
+  }
+  setStats(stats, count * es, wire, codec, "two-shot/nccl");
+  const size_t piece = m.pieceElems(d);
+  const size_t K = numChunks(longest, piece);
+  if (K == 0) return;
+  const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
+  auto n = [&](int j, size_t k) {
+    const size_t c = sh[j].count;
+    return k * piece >= c ? size_t{0} : std::min(piece, c - k * piece);
+  };
+  auto at = [&](const void* base, int j, size_t k) {
+    return static_cast<char*>(const_cast<void*>(base)) + (sh[j].begin + k * piece) * es;
+  };
+  auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
+  cudaStream_t s = m.user(stream);
+  m.run5(
+      K, s,
+      [&](size_t k) {  // enc: the pieces of the other owners' shards
+        for (int j = 0; j < p; ++j)
+          if (j != me && n(j, k)) kernels::encode(d, at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), s);
+      },
+      [&](size_t k) {  // x1: to each owner its piece; from each peer mine
+        m.exchange([&] {
+          for (int j = 0; j < p; ++j) {
+            if (j == me) continue;
+            if (n(j, k)) m.tr->send(m.slot(k, kSend, j), pb(n(j, k)), j, m.side);
+            if (n(me, k)) m.tr->recv(m.slot(k, kRecv, j), pb(n(me, k)), j, m.side);
+          }
+        });
+      },
+      [&](size_t k) {  // red: decode p-1 payloads + my raw piece, sum, encode once, decode mine
+        if (!n(me, k)) return;
+        std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
+        for (int j = 0; j < p; ++j)
+          if (j != me) ins[static_cast<size_t>(j)] = m.slot(k, kRecv, j);
+        kernels::decodeReduceEncode(d, ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
+                                    m.slot(k, kRed, 0), at(out, me, k), s);
+      },
+      [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
+        m.exchange([&] {
+          for (int j = 0; j < p; ++j) {
+            if (j == me) continue;
+            if (n(me, k)) m.tr->send(m.slot(k, kRed, 0), pb(n(me, k)), j, m.side);
+            if (n(j, k)) m.tr->recv(m.slot(k, kGath, j), pb(n(j, k)), j, m.side);
+          }
+        });
+      },
+      [&](size_t k) {  // dec: the other owners' reduced pieces
+        for (int j = 0; j < p; ++j)
+          if (j != me && n(j, k)) kernels::decode(d, m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), s);
+      });
+}
+
+void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
+                                   cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
+                                   CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.p, me = m.me;
+  const size_t es = dtypeSize(dt);
+  const size_t logical = recvcount * static_cast<size_t>(p) * es;
+  DeviceGuard g(m.device);
+  if (!codecOnDevice(codec)) {
+    setStats(stats, logical, recvcount * es * static_cast<size_t>(p - 1), nullptr, "nccl");
+    m.tr->reduceScatter(in, out, recvcount, dt, op, stream);
+    return;
+  }
+  const CodecDesc d = codec->deviceDesc();
+  setStats(stats, logical, codec->encodedBytes(recvcount, dt) * static_cast<size_t>(p - 1), codec,
+           "direct/nccl");
+  const size_t piece = m.pieceElems(d);
+  const size_t K = numChunks(recvcount, piece);
+  if (K == 0) return;
+  const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
+  auto n = [&](size_t k) { return std::min(piece, recvcount - k * piece); };
+  auto at = [&](const void* base, int j, size_t k) {
+    return static_cast<char*>(const_cast<void*>(base)) +
+           (static_cast<size_t>(j) * recvcount + k * piece) * es;
+  };
+  auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
+  const CodecDesc raw{};  // the None codec: decodeAccumulate of raw elements of dt
+  cudaStream_t s = m.user(stream);
+  m.run3(
+      K, s,
+      [&](size_t k) {
+        for (int j = 0; j < p; ++j)
+          if (j != me) kernels::encode(d, at(in, j, k), dt, n(k), m.slot(k, kSend, j), s);
+      },
+      [&](size_t k) {
+        m.exchange([&] {
+          for (int j = 0; j < p; ++j) {
+            if (j == me) continue;
+            m.tr->send(m.slot(k, kSend, j), pb(n(k)), j, m.side);
+            m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
+          }
+        });
+      },
+      [&](size_t k) {  // the host's order: ranks 0..p-1, my raw piece in my place, in fp32
+        COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
+        std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
+        for (int j = 0; j < p; ++j) ins[static_cast<size_t>(j)] = j == me ? at(in, me, k) : m.slot(k, kRecv, j);
+        if (me > 0) kernels::decodeAccumulate(d, ins.data(), me, n(k), dt, m.acc, s);
+        kernels::decodeAccumulate(raw, ins.data() + me, 1, n(k), dt, m.acc, s);
+        if (me + 1 < p)
+          kernels::decodeAccumulate(d, ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, s);
+        launchFinishReduce(m.acc, n(k), scale, dt,
+                           static_cast<char*>(out) + k * piece * es, stream);
+      });
+}
+
+void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
+                               const Codec* codec, cocclStream_t stream, CollStats& stats) {
+  Impl& m = *impl_;
+  const int p = m.p, me = m.me;
+  const size_t es = dtypeSize(dt);
+  const size_t logical = sendcount * static_cast<size_t>(p) * es;
+  DeviceGuard g(m.device);
+  if (!codecOnDevice(codec)) {
+    setStats(stats, logical, sendcount * es * static_cast<size_t>(p - 1), nullptr, "nccl");
+    m.tr->allGather(in, out, sendcount, dt, stream);
+    return;
+  }
+  const CodecDesc d = codec->deviceDesc();
+  setStats(stats, logical, codec->encodedBytes(sendcount, dt) * static_cast<size_t>(p - 1), codec,
+           "direct/nccl");
+  const size_t piece = m.pieceElems(d);
+  const size_t K = numChunks(sendcount, piece);
+  if (K == 0) return;
+  auto n = [&](size_t k) { return std::min(piece, sendcount - k * piece); };
+  auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
+  cudaStream_t s = m.user(stream);
+  m.run3(
+      K, s,
+      [&](size_t k) {  // encode my piece once
+        kernels::encode(d, static_cast<const char*>(in) + k * piece * es, dt, n(k),
+                        m.slot(k, kSend, me), s);
+      },
+      [&](size_t k) {
+        m.exchange([&] {
+          for (int j = 0; j < p; ++j) {
+            if (j == me) continue;
+            m.tr->send(m.slot(k, kSend, me), pb(n(k)), j, m.side);
+            m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
+          }
+        });
+      },
+      [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
+        for (int j = 0; j < p; ++j)
+          kernels::decode(d, j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
+                          static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
+                          s);
+      });
+}
+
+void NcclDevicePath::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt,
+                               int root, cocclStream_t stream, CollStats& stats) {
+  Impl& m = *impl_;
+  const size_t bytes = count * dtypeSize(dt);
+  setStats(stats, bytes, bytes, nullptr, "nccl");
+  DeviceGuard g(m.device);
+  m.tr->broadcast(in, out, count, dt, root, stream);
+}
+
+void NcclDevicePath::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+                            cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
+  Impl& m = *impl_;
+  const size_t bytes = count * dtypeSize(dt);
+  setStats(stats, bytes, m.me == root ? 0 : bytes, nullptr, "nccl");
+  DeviceGuard g(m.device);
+  m.tr->reduce(in, out, count, dt, op, root, stream);
+}
+
+void NcclDevicePath::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
+  Impl& m = *impl_;
+  size_t sent = 0;
+  for (const P2POp& o : ops)
+    if (o.send) sent += o.bytes;
+  setStats(stats, sent, sent, nullptr, "p2p/nccl");
+  DeviceGuard g(m.device);
+  m.exchange([&] {
+    for (const P2POp& o : ops) {
+      if (o.send)
+        m.tr->send(o.buf, o.bytes, o.peer, o.stream);
+      else
+        m.tr->recv(o.buf, o.bytes, o.peer, o.stream);
+    }
+  });
+}
+
+}  // namespace coccl

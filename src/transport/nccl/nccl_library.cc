@@ -1,0 +1,201 @@
+#include "transport/nccl/nccl_library.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/env.h"
+#include "core/log.h"
+
+namespace coccl {
+namespace nccl {
+namespace {
+
+// RTLD_DEEPBIND: the real NCCL's references to its own nccl* functions must bind inside it,
+// not to a shim's, which come first in the global scope. Sanitizer runtimes refuse it (only
+// test builds are sanitized).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
+std::string canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// The file holding this code: libcoccl.so, or the shim that links coccl statically.
+std::string ownPath() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&ownPath), &info) && info.dli_fname)
+    return canonical(info.dli_fname);
+  return std::string();
+}
+
+std::string dirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// PyTorch wheels keep NCCL in site-packages/nvidia/nccl/lib, which libtorch_cuda.so finds
+// through its RPATH.
+int collectTorch(struct dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::vector<std::string>*>(data);
+  const char* name = info->dlpi_name;
+  if (name && std::strstr(name, "/libtorch_cuda.so"))
+    out->push_back(dirOf(name) + "/../../nvidia/nccl/lib/libnccl.so.2");
+  return 0;
+}
+
+std::vector<std::string> candidates(const std::string& own) {
+  if (!env().ncclLibrary.empty()) return {env().ncclLibrary};
+  std::vector<std::string> c;
+  dl_iterate_phdr(collectTorch, &c);
+  if (!own.empty()) c.push_back(dirOf(own) + "/libnccl.so.2.real");  // the original, renamed
+  for (const char* p : {"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/aarch64-linux-gnu/libnccl.so.2",
+                        "/usr/lib64/libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
+                        "/usr/local/cuda/lib/libnccl.so.2", "/usr/local/nccl/lib/libnccl.so.2",
+                        "/opt/nccl/lib/libnccl.so.2"})
+    c.push_back(p);
+  c.push_back("libnccl.so.2");  // the loader's own search (finds a preloaded shim: refused)
+  return c;
+}
+
+// Copies `path` to a new file and opens that copy (RTLD_LOCAL | RTLD_DEEPBIND). For a library
+// the program has already loaded itself (PyTorch preloads its wheel's libnccl.so.2 by path):
+// dlopen would hand back that instance, whose calls to its own exported nccl* functions were
+// bound through the global scope, i.e. to a preloaded shim (which then sees the real NCCL's
+// handles: every forwarded call failed with ncclInvalidArgument). A copy is a distinct object,
+// bound inside itself; the program's instance stays unused. The copy lives in $TMPDIR (else
+// /tmp) and is unlinked once mapped, or in a memfd when no directory is writable.
+void* openPrivateCopy(const std::string& path, std::string* why) {
+  int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (in < 0 || fstat(in, &st) != 0) {
+    if (in >= 0) close(in);
+    *why = path + ": loaded by the program, and cannot be read for a private copy";
+    return nullptr;
+  }
+  const char* tmp = getenv("TMPDIR");
+  std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/coccl-real-nccl-XXXXXX";
+  std::vector<char> buf(name.begin(), name.end());
+  buf.push_back('\0');
+  int out = mkstemp(buf.data());
+  std::string target = buf.data();
+  if (out < 0) {
+    out = memfd_create("coccl-real-nccl", MFD_CLOEXEC);
+    target = "/proc/self/fd/" + std::to_string(out);
+  }
+  bool copied = out >= 0;
+  for (off_t off = 0; copied && off < st.st_size;) {
+    ssize_t n = sendfile(out, in, &off, static_cast<size_t>(st.st_size - off));
+    if (n <= 0) copied = false;
+  }
+  close(in);
+  void* h = copied ? dlopen(target.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind) : nullptr;
+  const char* e = h || !copied ? nullptr : dlerror();
+  if (target.compare(0, 6, "/proc/") != 0 && out >= 0) unlink(target.c_str());
+  if (out >= 0) close(out);
+  if (!h) {
+    *why = path + ": loaded by the program; its private copy " +
+           (copied ? "did not load: " + std::string(e ? e : "?") : "could not be written");
+    return nullptr;
+  }
+  COCCL_INFO(kLogInit, "%s is loaded by the program (its nccl* calls may bind to a shim): "
+             "using a private copy", path.c_str());
+  return h;
+}
+
+// Opens one candidate; nullptr (and why in *why) when it is absent, a shim, or not NCCL.
+void* tryOpen(const std::string& cand, const std::string& own, std::string* why) {
+  const bool byPath = cand.find('/') != std::string::npos;
+  if (byPath) {
+    std::string canon = canonical(cand);
+    if (canon.empty()) {
+      *why = cand + ": not found";
+      return nullptr;
+    }
+    if (canon == own) {
+      *why = cand + ": is the library that loads it (coccl or its shim)";
+      return nullptr;
+    }
+  }
+  void* pre = byPath ? dlopen(cand.c_str(), RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  void* h = nullptr;
+  if (pre) {
+    dlclose(pre);
+    h = openPrivateCopy(cand, why);
+    if (!h) return nullptr;
+  } else {
+    h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
+  }
+  if (!h) {
+    const char* e = dlerror();
+    *why = cand + ": " + (e ? e : "dlopen failed");
+    return nullptr;
+  }
+  if (dlsym(h, "ncclCocclShimVersion")) {  // a shim (this one or a copy)
+    dlclose(h);
+    *why = cand + ": is a coccl shim";
+    return nullptr;
+  }
+  if (!dlsym(h, "ncclGetVersion") || !dlsym(h, "ncclCommInitRankConfig")) {
+    dlclose(h);
+    *why = cand + ": not an NCCL library";
+    return nullptr;
+  }
+  return h;
+}
+
+Library g_lib;
+bool g_loaded = false;
+std::string g_why;
+std::once_flag g_once;
+
+void load() {
+  std::string own = ownPath(), tried;
+  for (const std::string& cand : candidates(own)) {
+    std::string why;
+    void* h = tryOpen(cand, own, &why);
+    if (!h) {
+      tried += (tried.empty() ? "" : "; ") + why;
+      continue;
+    }
+    g_lib.handle = h;
+    g_lib.path = cand;
+    using VersionFn = int (*)(int*);
+    auto getVersion = reinterpret_cast<VersionFn>(dlsym(h, "ncclGetVersion"));
+    if (getVersion(&g_lib.version) != 0) g_lib.version = 0;
+    g_loaded = true;
+    COCCL_INFO(kLogInit, "real NCCL %d loaded from %s", g_lib.version, cand.c_str());
+    return;
+  }
+  g_why = "could not load the real libnccl.so.2 (set COCCL_NCCL_LIBRARY to its path): " + tried;
+}
+
+}  // namespace
+
+const Library* library(std::string* why) {
+  std::call_once(g_once, load);
+  if (!g_loaded && why) *why = g_why;
+  return g_loaded ? &g_lib : nullptr;
+}
+
+void* symbol(const char* name) {
+  const Library* l = library();
+  return l ? dlsym(l->handle, name) : nullptr;
+}
+
+}  // namespace nccl
+}  // namespace coccl

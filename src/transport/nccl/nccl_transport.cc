@@ -1,0 +1,240 @@
+#include "transport/nccl/nccl_transport.h"
+
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/nccl/nccl_abi.h"
+#include "transport/nccl/nccl_library.h"
+
+namespace coccl {
+namespace {
+
+// The real NCCL's functions this transport calls.
+struct Api {
+  ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
+  ncclResult_t (*commInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*) = nullptr;
+  ncclResult_t (*commFinalize)(ncclComm_t) = nullptr;
+  ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
+  ncclResult_t (*commAbort)(ncclComm_t) = nullptr;
+  ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
+  const char* (*getErrorString)(ncclResult_t) = nullptr;
+  const char* (*getLastError)(ncclComm_t) = nullptr;
+  ncclResult_t (*groupStart)() = nullptr;
+  ncclResult_t (*groupEnd)() = nullptr;
+  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                            cudaStream_t) = nullptr;
+  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                            cudaStream_t) = nullptr;
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                            cudaStream_t) = nullptr;
+  ncclResult_t (*reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+                         cudaStream_t) = nullptr;
+
+  // Fills the table; false (and the missing name in *why) when a function is absent.
+  bool load(std::string* why) {
+    bool ok = true;
+    auto get = [&](auto* fn, const char* name) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(nccl::symbol(name));
+      if (!*fn && ok) {
+        ok = false;
+        *why = std::string("the real NCCL lacks ") + name;
+      }
+    };
+    get(&getUniqueId, "ncclGetUniqueId");
+    get(&commInitRankConfig, "ncclCommInitRankConfig");
+    get(&commFinalize, "ncclCommFinalize");
+    get(&commDestroy, "ncclCommDestroy");
+    get(&commAbort, "ncclCommAbort");
+    get(&commGetAsyncError, "ncclCommGetAsyncError");
+    get(&getErrorString, "ncclGetErrorString");
+    get(&getLastError, "ncclGetLastError");
+    get(&groupStart, "ncclGroupStart");
+    get(&groupEnd, "ncclGroupEnd");
+    get(&send, "ncclSend");
+    get(&recv, "ncclRecv");
+    get(&allReduce, "ncclAllReduce");
+    get(&reduceScatter, "ncclReduceScatter");
+    get(&allGather, "ncclAllGather");
+    get(&broadcast, "ncclBroadcast");
+    get(&reduce, "ncclReduce");
+    return ok;
+  }
+};
+
+// What every rank contributes to the agreement at creation.
+struct Hello {
+  int32_t status;  // 0: NCCL loaded (rank 0: and its unique id made)
+  int32_t version;
+  ncclUniqueId id;  // rank 0's
+};
+
+}  // namespace
+
+struct NcclTransport::Impl {
+  Api api;
+  ncclComm_t comm = nullptr;
+  int version = 0;
+  std::string reason;
+  std::atomic<bool> aborted{false};
+
+  void check(ncclResult_t r, const char* what) const {
+    if (r == ncclSuccess) return;
+    const char* last = api.getLastError ? api.getLastError(comm) : nullptr;
+    COCCL_THROW(static_cast<cocclResult_t>(r), "NCCL transport: %s: %s%s%s", what,
+                api.getErrorString ? api.getErrorString(r) : "error", last && *last ? ": " : "",
+                last ? last : "");
+  }
+  void live(const char* what) const {
+    COCCL_CHECK_USAGE(!aborted.load() && comm, "NCCL transport: %s after abort", what);
+  }
+};
+
+NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  const int p = bs.nranks(), me = bs.rank();
+  std::vector<Hello> all(static_cast<size_t>(p));
+  Hello& mine = all[static_cast<size_t>(me)];
+  std::memset(&mine, 0, sizeof(mine));
+  std::string why;
+  const nccl::Library* lib = nccl::library(&why);
+  mine.status = lib && m.api.load(&why) ? 0 : 1;
+  if (mine.status == 0) {
+    mine.version = lib->version;
+    if (me == 0) {
+      ncclResult_t r = m.api.getUniqueId(&mine.id);
+      if (r != ncclSuccess) {
+        mine.status = 2;
+        why = std::string("ncclGetUniqueId: ") + m.api.getErrorString(r);
+      }
+    }
+  }
+  bs.allGather(all.data(), sizeof(Hello));  // throws on a dead peer: the caller's init fails
+  for (int r = 0; r < p; ++r)
+    if (all[static_cast<size_t>(r)].status != 0) {  // my own reason first, else the first rank's
+      m.reason = mine.status != 0 ? why : format("rank %d could not start NCCL", r);
+      return;
+    }
+  m.version = lib->version;
+  ncclResult_t r = m.api.commInitRankConfig(&m.comm, p, all[0].id, me, nullptr);
+  // Every rank learns whether every init succeeded, so that all end in the same state.
+  std::vector<int32_t> ok(static_cast<size_t>(p));
+  ok[static_cast<size_t>(me)] = r == ncclSuccess ? 1 : 0;
+  if (r != ncclSuccess) {
+    const char* last = m.api.getLastError(nullptr);
+    why = format("ncclCommInitRankConfig: %s%s%s", m.api.getErrorString(r), last && *last ? ": " : "",
+                 last ? last : "");
+    m.comm = nullptr;
+  }
+  bs.allGather(ok.data(), sizeof(int32_t));
+  for (int q = 0; q < p; ++q)
+    if (!ok[static_cast<size_t>(q)]) {
+      m.reason = !ok[static_cast<size_t>(me)] ? why
+                 : format("rank %d could not create its NCCL communicator", q);
+      if (m.comm) m.api.commAbort(m.comm);
+      m.comm = nullptr;
+      return;
+    }
+  COCCL_INFO(kLogInit | kLogNet, "NCCL transport on: NCCL %d, rank %d of %d", m.version, me, p);
+}
+
+NcclTransport::~NcclTransport() {
+  Impl& m = *impl_;
+  if (!m.comm || m.aborted.load()) return;  // abort() freed it
+  ncclResult_t st = ncclSuccess;
+  const bool healthy = m.api.commGetAsyncError(m.comm, &st) == ncclSuccess &&
+                       st == ncclSuccess;
+  // Healthy: finalize (flushes this rank's operations, which peers may still be reading), then
+  // destroy; otherwise abort.
+  ncclResult_t r = healthy ? m.api.commFinalize(m.comm) : ncclSuccess;
+  r = healthy && r == ncclSuccess ? m.api.commDestroy(m.comm) : m.api.commAbort(m.comm);
+  if (r != ncclSuccess) COCCL_WARN("NCCL transport teardown: %s", m.api.getErrorString(r));
+}
+
+bool NcclTransport::usable() const { return impl_->comm != nullptr; }
+const std::string& NcclTransport::reason() const { return impl_->reason; }
+int NcclTransport::version() const { return impl_->version; }
+
+void NcclTransport::groupStart() { impl_->check(impl_->api.groupStart(), "ncclGroupStart"); }
+void NcclTransport::groupEnd() { impl_->check(impl_->api.groupEnd(), "ncclGroupEnd"); }
+
+void NcclTransport::send(const void* buf, size_t bytes, int peer, cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("send");
+  m.check(m.api.send(buf, bytes, ncclUint8, peer, m.comm, s), "ncclSend");
+}
+
+void NcclTransport::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("recv");
+  m.check(m.api.recv(buf, bytes, ncclUint8, peer, m.comm, s), "ncclRecv");
+}
+
+void NcclTransport::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+                              cocclRedOp_t op, cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("AllReduce");
+  m.check(m.api.allReduce(in, out, count, static_cast<ncclDataType_t>(dt),
+                          static_cast<ncclRedOp_t>(op), m.comm, s),
+          "ncclAllReduce");
+}
+
+void NcclTransport::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
+                                  cocclRedOp_t op, cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("ReduceScatter");
+  m.check(m.api.reduceScatter(in, out, recvcount, static_cast<ncclDataType_t>(dt),
+                              static_cast<ncclRedOp_t>(op), m.comm, s),
+          "ncclReduceScatter");
+}
+
+void NcclTransport::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
+                              cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("AllGather");
+  m.check(m.api.allGather(in, out, sendcount, static_cast<ncclDataType_t>(dt), m.comm, s),
+          "ncclAllGather");
+}
+
+void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt,
+                              int root, cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("Broadcast");
+  m.check(m.api.broadcast(in, out, count, static_cast<ncclDataType_t>(dt), root, m.comm, s),
+          "ncclBroadcast");
+}
+
+void NcclTransport::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+                           cocclRedOp_t op, int root, cocclStream_t s) {
+  Impl& m = *impl_;
+  m.live("Reduce");
+  m.check(m.api.reduce(in, out, count, static_cast<ncclDataType_t>(dt),
+                       static_cast<ncclRedOp_t>(op), root, m.comm, s),
+          "ncclReduce");
+}
+
+cocclResult_t NcclTransport::asyncError() const {
+  const Impl& m = *impl_;
+  if (!m.comm) return cocclSuccess;
+  if (m.aborted.load()) return cocclInvalidUsage;
+  ncclResult_t st = ncclSuccess;
+  if (m.api.commGetAsyncError(m.comm, &st) != ncclSuccess) return cocclInternalError;
+  return st == ncclInProgress ? cocclSuccess : static_cast<cocclResult_t>(st);
+}
+
+void NcclTransport::abort() {
+  Impl& m = *impl_;
+  if (!m.comm || m.aborted.exchange(true)) return;
+  ncclResult_t r = m.api.commAbort(m.comm);  // m.comm stays set (other threads read it)
+  if (r != ncclSuccess) COCCL_WARN("NCCL transport abort: %s", m.api.getErrorString(r));
+}
+
+}  // namespace coccl

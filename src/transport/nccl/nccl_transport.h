@@ -1,0 +1,64 @@
+// NCCL transport: a communicator of the real NCCL (nccl_library.h: loaded at run time, never
+// linked) beside a coccl communicator, its unique id travelling over coccl's bootstrap. It
+// carries device memory between ranks on any GPUs of any nodes: grouped point-to-point bytes
+// (the compressed collectives' encoded chunks) and NCCL's own uncompressed collectives. Knows
+// nothing of codecs; every operation is enqueued on the given CUDA stream and returns at once.
+//
+// Errors: every failing NCCL call throws coccl::Error with NCCL's result (the numeric values of
+// cocclResult_t and ncclResult_t are equal) and NCCL's ncclGetLastError message.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "coccl.h"
+
+namespace coccl {
+
+class Bootstrap;
+
+class NcclTransport {
+ public:
+  // Collective over `bs`: every rank calls it, with its CUDA device current. Never throws for a
+  // rank that has no NCCL or a failed init: every rank ends usable(), or every rank not, with a
+  // reason naming the rank that failed (a rank whose NCCL init fails after the others started
+  // theirs leaves them to NCCL's own failure detection).
+  explicit NcclTransport(Bootstrap& bs);
+  ~NcclTransport();  // ncclCommDestroy; ncclCommAbort after abort() or an asynchronous error
+  NcclTransport(const NcclTransport&) = delete;
+  NcclTransport& operator=(const NcclTransport&) = delete;
+
+  bool usable() const;
+  const std::string& reason() const;
+  int version() const;  // the real NCCL's (e.g. 22809)
+
+  // Inside groupStart/groupEnd NCCL runs the sends and receives of several peers together
+  // (no deadlock whatever the order). Counts in bytes.
+  void groupStart();
+  void groupEnd();
+  void send(const void* buf, size_t bytes, int peer, cocclStream_t s);
+  void recv(void* buf, size_t bytes, int peer, cocclStream_t s);
+
+  // NCCL's own collectives; counts in elements as in coccl.h.
+  void allReduce(const void* in, void* out, size_t count, cocclDataType_t dt, cocclRedOp_t op,
+                 cocclStream_t s);
+  void reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
+                     cocclRedOp_t op, cocclStream_t s);
+  void allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt, cocclStream_t s);
+  void broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
+                 cocclStream_t s);
+  void reduce(const void* in, void* out, size_t count, cocclDataType_t dt, cocclRedOp_t op,
+              int root, cocclStream_t s);
+
+  // cocclSuccess or NCCL's asynchronous error (a dead peer: cocclRemoteError). Cheap, any thread.
+  cocclResult_t asyncError() const;
+  // Stops the NCCL communicator (ncclCommAbort); later operations throw. Any thread, once.
+  void abort();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coccl
