@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "coll_util.h"
@@ -128,6 +129,52 @@ std::vector<uint8_t> hostReference(const Rank& r, size_t n, cocclDataType_t dt, 
             cocclSuccess)
       << cocclGetLastError(r.comm);
   return out;
+}
+
+void checkGraphReplay(const Rank& r, cocclCodec_t codec, int steps, int eagerEvery) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const cocclDataType_t dt = cocclBfloat16;
+  const size_t count = 3 * 65536 + 1001;
+  const size_t bytes = count * 2;
+  DevBuf in(bytes), out(bytes);
+  uint8_t* pinned = nullptr;
+  CUDA_OK(cudaMallocHost(&pinned, 2 * bytes));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ASSERT_EQ(cocclAllReduceCodec(in.data(), out.data(), count, dt, cocclSum, codec, r.comm, s),
+            cocclSuccess)
+      << cocclGetLastError(r.comm);
+  CUDA_OK(cudaStreamEndCapture(s, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<uint8_t> prev;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<uint8_t> inHost = hostPattern(count, dt, 4, step + r.rank);
+    std::memcpy(pinned, inHost.data(), bytes);
+    CUDA_OK(cudaMemcpyAsync(in.data(), pinned, bytes, cudaMemcpyHostToDevice, s));
+    CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaMemcpyAsync(pinned + bytes, out.data(), bytes, cudaMemcpyDeviceToHost, s));
+    if (eagerEvery > 0 && step % eagerEvery == eagerEvery / 2) {  // an eager call between replays
+      DevBuf e(4096 * 4);
+      ASSERT_EQ(cocclAllReduce(e.data(), e.data(), 4096, cocclFloat32, cocclSum, r.comm, s),
+                cocclSuccess);
+      CUDA_OK(cudaStreamSynchronize(s));
+    }
+    CUDA_OK(cudaStreamSynchronize(s));
+    std::vector<uint8_t> got(pinned + bytes, pinned + 2 * bytes);
+    std::vector<uint8_t> want = hostReference(r, count, dt, 4, step, codec);
+    ASSERT_TRUE(sameBytes(got, want, 2)) << "replay " << step << " rank " << r.rank;
+    ASSERT_NE(got, prev) << "replay " << step << " returned the previous step's output";
+    prev = got;
+  }
+  cocclResult_t async;
+  ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+  EXPECT_EQ(async, cocclSuccess);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(s);
 }
 
 }  // namespace coccl::test

@@ -44,4 +44,10 @@ DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s);
 std::vector<uint8_t> hostReference(const Rank& r, size_t n, cocclDataType_t dt, int a, int b,
                                    cocclCodec_t codec);
 
+// One bf16 AllReduce through `codec` (3 * 65536 + 1001 elements) captured into a CUDA graph and
+// replayed `steps` times with a new input each time (input = step + rank): every replay bitwise
+// the host path's result for that step, never the previous step's. eagerEvery > 0: an eager
+// exact AllReduce between replays every that many steps (sharing the device round numbers).
+void checkGraphReplay(const Rank& r, cocclCodec_t codec, int steps, int eagerEvery);
+
 }  // namespace coccl::test

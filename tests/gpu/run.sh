@@ -5,7 +5,7 @@
 #   OUT=$OUT bash tests/gpu/run.sh                 # build, tests, sanitizers, perf (< 9 min)
 #   STEPS="build test" bash tests/gpu/run.sh       # a subset, e.g. to split over two calls
 #
-# Steps (STEPS, default "build test sanitize perf"):
+# Steps (STEPS, default "build test sanitize perf"; perf_nccl on request):
 #   build     configure with CUDA (extra cmake arguments from $CMAKE_ARGS) and build
 #   test      ctest -L gpu: tests/gpu (device collectives) and tests/gpu/codec (codec kernels)
 #   each      every test of test_device_collectives on its own (timeout EACH_TIMEOUT s, default
@@ -13,9 +13,13 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on a small 2-rank case of every collective
 #   perf      coccl_perf --mem device all_reduce, 2 and 4 processes, uncompressed vs fp8_ash_ds,
 #             1 MiB .. 1 GiB; --input on the real TP tensors at 4 ranks, device and host path
+#   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
+#             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
+#             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
 # Environment: OUT (default ./out), BUILD_DIR (default build-gpu, git-ignored), CMAKE_ARGS,
 #   CUDA_ARCH (default 90), COCCL_DATA_DIR (the tp_tensors manifest; default: .data,
-#   shared/data, ../shared/data), PERF_MAX (largest perf size, default 1G), TEST_TIMEOUT (s).
+#   shared/data, ../shared/data), PERF_MAX (largest perf size, default 1G), TEST_TIMEOUT (s),
+#   USE_MPS=1 (start a private MPS control daemon before the perf steps, stop it at exit).
 # Results in $OUT: summary.txt (the short story), build.log, tests.log, sanitizer.log, perf.log.
 set -uo pipefail
 shopt -s extglob
@@ -113,21 +117,30 @@ fi
 # nprocs, then coccl_perf arguments: torchrun-style variables, one process per rank, all on
 # device 0; rank 0's output goes to perf.log.
 launch() {
-  local n=$1
+  local n=$1 plog=${PERF_LOG:-$OUT/perf.log}
   shift
   local port=$(( 20000 + (RANDOM % 20000) ))
   local pids=()
   for ((r = 1; r < n; ++r)); do
-    RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      timeout 300 "$PERF" "$@" > /dev/null 2>> "$OUT/perf.log" &
+    NCCL_HOSTID=coccl-perf-$$-$r RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$port timeout 300 "$PERF" "$@" > /dev/null 2>> "$plog" &
     pids+=($!)
   done
-  RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-    timeout 300 "$PERF" "$@" >> "$OUT/perf.log" 2>&1
+  NCCL_HOSTID=coccl-perf-$$-0 RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=$port timeout 300 "$PERF" "$@" >> "$plog" 2>&1
   local rc=$?
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   return $rc
 }
+
+if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl; } && command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/coccl-mps-pipe-$$ CUDA_MPS_LOG_DIRECTORY=/tmp/coccl-mps-log-$$
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    trap 'echo quit | nvidia-cuda-mps-control' EXIT
+    log "MPS control daemon started"
+  fi
+fi
 
 if has perf; then
   if [ -z "$PERF" ]; then
@@ -170,6 +183,29 @@ if has perf; then
     grep -E "^###|^ +[0-9]+ +[0-9]+ +bfloat16" "$OUT/perf.log" | grep -v "^$" \
       | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16}' \
       | head -80 >> "$SUMMARY"
+  fi
+fi
+
+if has perf_nccl; then
+  if [ -z "$PERF" ]; then
+    log "perf_nccl: no coccl_perf under $BDIR"
+    status=1
+  else
+    export PERF_LOG=$OUT/perf_nccl.log
+    : > "$PERF_LOG"
+    for dt in bfloat16 float; do
+      for codec in none fp8_ash_ds int8; do
+        echo "### all_reduce --mem device -np 2 -d $dt --codec $codec, COCCL_DEVICE_TRANSPORT=nccl" >> "$PERF_LOG"
+        COCCL_DEVICE_TRANSPORT=nccl NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_NVLS_ENABLE=0 \
+          launch 2 all_reduce --mem device -d "$dt" -b 1M -e 256M -f 4 -n 5 -w 2 -c 0 --codec "$codec"
+        rc=$?
+        log "perf_nccl $dt codec=$codec exit $rc"
+        [ $rc -ne 0 ] && status=1
+      done
+    done
+    unset PERF_LOG
+    grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)" "$OUT/perf_nccl.log" \
+      | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $10, $11, $12}' >> "$SUMMARY"
   fi
 fi
 
