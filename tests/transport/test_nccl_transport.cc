@@ -4,6 +4,7 @@
 //               sends/receives and collectives reach NCCL with their arguments, NCCL's errors
 //               become coccl errors with NCCL's message, teardown finalizes and destroys.
 //   NoNccl.*    COCCL_NCCL_LIBRARY = a missing file: every rank ends unusable with the reason.
+//   ProgramsNccl.*  the program loaded the fake itself, no shim around: shared, not copied.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -56,10 +57,10 @@ TEST(FakeNccl, OneIdForwardingErrorsAndTeardown) {
     ASSERT_TRUE(t.usable()) << t.reason();
     EXPECT_EQ(t.version(), 22899);
     std::vector<char> buf(256);
-    t.groupStart();
-    t.send(buf.data(), 100, peer, nullptr);
-    t.recv(buf.data() + 128, 100, peer, nullptr);
-    t.groupEnd();
+    t.group([&] {
+      t.send(buf.data(), 100, peer, nullptr);
+      t.recv(buf.data() + 128, 100, peer, nullptr);
+    });
     EXPECT_EQ(last(rk("ncclSend", me)),
               rk("ncclSend", me) + " peer=" + std::to_string(peer) + " count=100 group=1");
     EXPECT_EQ(last(rk("ncclRecv", me)),
@@ -77,6 +78,16 @@ TEST(FakeNccl, OneIdForwardingErrorsAndTeardown) {
     EXPECT_NE(msg.find("ncclReduce"), std::string::npos) << msg;
     EXPECT_NE(msg.find("fake nccl error"), std::string::npos) << msg;
     EXPECT_EQ(t.asyncError(), cocclSuccess);
+    // An error inside a group still ends the group (NCCL's group depth back to 0).
+    const int ends = count("ncclGroupEnd");
+    EXPECT_EQ(codeOf([&] {
+                t.group([&] {
+                  t.send(buf.data(), 8, peer, nullptr);
+                  COCCL_THROW(cocclInvalidArgument, "posting failed");
+                });
+              }),
+              cocclInvalidArgument);
+    EXPECT_GE(count("ncclGroupEnd"), ends + 1);
   });
   // One id, made on rank 0, used by both ranks' inits.
   std::string i0 = last(rk("ncclCommInitRankConfig", 0)), i1 = last(rk("ncclCommInitRankConfig", 1));
@@ -108,4 +119,19 @@ TEST(NoNccl, EveryRankUnusableWithTheReason) {
     EXPECT_NE(t.reason().find("COCCL_NCCL_LIBRARY"), std::string::npos) << t.reason();
     EXPECT_NE(t.reason().find("/nonexistent/libnccl.so.2"), std::string::npos) << t.reason();
   });
+}
+
+// The program loaded the real NCCL itself and no shim is around (e.g. PyTorch's NCCL and
+// coccl's C API in one process): the transport shares that instance, no private copy.
+// Its own process (ctest nccl_transport_programs).
+TEST(ProgramsNccl, SharedWithoutAShim) {
+  void* programs = dlopen(std::getenv("COCCL_NCCL_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(programs, nullptr) << dlerror();
+  auto programCount = reinterpret_cast<int (*)(const char*)>(dlsym(programs, "fakeNcclCount"));
+  ASSERT_NE(programCount, nullptr);
+  runRanks(2, [](Bootstrap& bs) {
+    NcclTransport t(bs);
+    EXPECT_TRUE(t.usable()) << t.reason();
+  });
+  EXPECT_EQ(programCount("ncclCommInitRankConfig"), 2);
 }

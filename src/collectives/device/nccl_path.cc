@@ -58,8 +58,73 @@ struct NcclDevicePath::Impl {
   char* staging = nullptr;
   size_t slotBytes = 0;
   float* acc = nullptr;  // ReduceScatter's fp32 sum of one piece (4 * slotBytes)
+  // The end of the last compressed call issued outside a stream capture: the next one, on
+  // whatever stream, starts after it (the staging is the communicator's, not the stream's).
+  cudaEvent_t tail = nullptr;
+  bool tailSet = false;
 
   Impl(Communicator& c, int dev) : comm(c), device(dev), p(c.nranks()), me(c.rank()) {}
+  ~Impl() {  // also after a constructor that failed half-way
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+    if (device >= 0) (void)cudaSetDevice(device);
+    for (auto& row : ev)
+      for (cudaEvent_t& e : row)
+        if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
+    if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
+    tr.reset();  // ncclCommDestroy (or abort) before the buffers NCCL may still reference go
+    if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
+    if (staging) COCCL_CUDA_WARN(cudaFree(staging));
+    if (acc) COCCL_CUDA_WARN(cudaFree(acc));
+    if (prev >= 0) (void)cudaSetDevice(prev);
+  }
+
+  // A codec the NCCL path runs compressed: one with a device implementation, and (AllReduce,
+  // ReduceScatter: `reduces`) at most kernels::kMaxReduceInputs ranks, the codec kernels'
+  // limit; else the call is NCCL's exact one (said once).
+  bool compressible(const Codec* codec, bool reduces) const {
+    if (!codecOnDevice(codec)) return false;
+    if (reduces && p > kernels::kMaxReduceInputs) {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true))
+        COCCL_WARN(
+            "NCCL device path: %d ranks exceed the codec kernels' %d inputs: compressed "
+            "AllReduce / ReduceScatter run uncompressed (NCCL's)",
+            p, kernels::kMaxReduceInputs);
+      return false;
+    }
+    return true;
+  }
+
+  // True when s is being captured into a CUDA graph (or cannot be asked: the legacy stream
+  // while another stream captures globally).
+  static bool capturing(cudaStream_t s) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true;
+    }
+    return st != cudaStreamCaptureStatusNone;
+  }
+
+  // Runs one compressed pipeline on s: ordered after the previous eager call, joined and the
+  // transport aborted (peers get an error instead of waiting forever) when anything fails half-way.
+  void pipeline(cudaStream_t s, const std::function<void()>& body) {
+    const bool eager = !capturing(s);
+    if (eager && tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, tail, 0));
+    try {
+      body();
+    } catch (...) {
+      if (cudaEventRecord(ev[3][0], side) == cudaSuccess) (void)cudaStreamWaitEvent(s, ev[3][0], 0);
+      (void)cudaGetLastError();
+      tr->abort();
+      throw;
+    }
+    if (eager) {
+      COCCL_CUDA_CHECK(cudaEventRecord(tail, s));
+      tailSet = true;
+    }
+  }
 
   char* slot(size_t k, Slot kind, int j) const {
     const size_t per = 3 * static_cast<size_t>(p) + 1;
@@ -83,19 +148,7 @@ struct NcclDevicePath::Impl {
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
   }
   // One grouped exchange on C: sends (payload of piece k to peers) and receives.
-  void exchange(const std::function<void()>& post) {
-    tr->groupStart();
-    try {
-      post();
-    } catch (...) {
-      try {
-        tr->groupEnd();
-      } catch (...) {
-      }
-      throw;
-    }
-    tr->groupEnd();
-  }
+  void exchange(const std::function<void()>& post) { tr->group(post); }
 
   // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file).
   void run3(size_t K, cudaStream_t s, const std::function<void(size_t)>& a,
@@ -154,15 +207,48 @@ NcclDevicePath::NcclDevicePath(Communicator& c, int device)
   }
   m.slotBytes = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
   const size_t slots = kSets * (3 * static_cast<size_t>(m.p) + 1);
-  void* st = nullptr;
-  COCCL_CUDA_CHECK(cudaMalloc(&st, slots * m.slotBytes));
-  m.staging = static_cast<char*>(st);
-  void* a = nullptr;
-  COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * m.slotBytes));
-  m.acc = static_cast<float*>(a);
-  COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
-  for (auto& row : m.ev)
-    for (cudaEvent_t& e : row) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  std::string why;
+  try {
+    void* st = nullptr;
+    COCCL_CUDA_CHECK(cudaMalloc(&st, slots * m.slotBytes));
+    m.staging = static_cast<char*>(st);
+    void* a = nullptr;
+    COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * m.slotBytes));
+    m.acc = static_cast<float*>(a);
+    COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
+    for (auto& row : m.ev)
+      for (cudaEvent_t& e : row)
+        COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  // Every rank must have its staging, and the same slot size (the pieces and the byte counts
+  // of every send and receive follow from it): all agree, or the path is off everywhere.
+  struct Agree {
+    uint64_t slotBytes;
+    int32_t ok;
+    int32_t pad;
+  };
+  std::vector<Agree> all(static_cast<size_t>(m.p));
+  all[static_cast<size_t>(m.me)] = Agree{m.slotBytes, why.empty() ? 1 : 0, 0};
+  c.bootstrap().allGather(all.data(), sizeof(Agree));
+  for (int r = 0; r < m.p && m.reason.empty(); ++r) {
+    const Agree& a = all[static_cast<size_t>(r)];
+    if (!a.ok)
+      m.reason = r == m.me ? "NCCL device path: " + why
+                           : format("NCCL device path: rank %d could not set up its staging", r);
+    else if (a.slotBytes != m.slotBytes)
+      m.reason = format(
+          "NCCL device path: COCCL_CHUNK_BYTES differs across ranks (%llu here, "
+          "%llu on rank %d)",
+          static_cast<unsigned long long>(m.slotBytes),
+          static_cast<unsigned long long>(a.slotBytes), r);
+  }
+  if (!m.reason.empty()) {
+    m.tr.reset();
+    return;
+  }
   COCCL_INFO(kLogInit | kLogCuda,
              "device path on over NCCL %d: device %d, %zu-byte slots (%zu KiB staging)",
              m.tr->version(), device, m.slotBytes, (slots * m.slotBytes + 4 * m.slotBytes) >> 10);
@@ -170,8 +256,7 @@ NcclDevicePath::NcclDevicePath(Communicator& c, int device)
 
 NcclDevicePath::~NcclDevicePath() {
   Impl& m = *impl_;
-  if (!m.tr) return;
-  if (asyncError() == cocclSuccess) {
+  if (m.tr && asyncError() == cocclSuccess) {
     try {
       quiesce();
     } catch (const std::exception& e) {
@@ -179,21 +264,15 @@ NcclDevicePath::~NcclDevicePath() {
       m.tr->abort();
     }
   }
-  int prev = -1;
-  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
-  (void)cudaSetDevice(m.device);
-  for (auto& row : m.ev)
-    for (cudaEvent_t& e : row)
-      if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
-  m.tr.reset();  // ncclCommDestroy (or abort) before the buffers NCCL may still reference go
-  if (m.side) COCCL_CUDA_WARN(cudaStreamDestroy(m.side));
-  if (m.staging) COCCL_CUDA_WARN(cudaFree(m.staging));
-  if (m.acc) COCCL_CUDA_WARN(cudaFree(m.acc));
-  if (prev >= 0) (void)cudaSetDevice(prev);
+  // ~Impl frees the events, the NCCL communicator, the stream and the staging, in that order.
 }
 
-bool NcclDevicePath::usable() const { return impl_->tr != nullptr; }
-const std::string& NcclDevicePath::reason() const { return impl_->reason; }
+bool NcclDevicePath::usable() const {
+  return impl_->tr != nullptr;
+}
+const std::string& NcclDevicePath::reason() const {
+  return impl_->reason;
+}
 
 cocclResult_t NcclDevicePath::asyncError() const {
   return impl_->tr ? impl_->tr->asyncError() : cocclSuccess;
@@ -234,9 +313,9 @@ void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDat
   const int p = m.p, me = m.me;
   const size_t es = dtypeSize(dt);
   DeviceGuard g(m.device);
-  if (!codecOnDevice(codec)) {
-    setStats(stats, count * es, count * es * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p),
-             nullptr, "nccl");
+  if (!m.compressible(codec, true)) {
+    setStats(stats, count * es,
+             count * es * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p), nullptr, "nccl");
     m.tr->allReduce(in, out, count, dt, op, stream);
     return;
   }
@@ -262,42 +341,46 @@ void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDat
   };
   auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
   cudaStream_t s = m.user(stream);
-  m.run5(
-      K, s,
-      [&](size_t k) {  // enc: the pieces of the other owners' shards
-        for (int j = 0; j < p; ++j)
-          if (j != me && n(j, k)) kernels::encode(d, at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), s);
-      },
-      [&](size_t k) {  // x1: to each owner its piece; from each peer mine
-        m.exchange([&] {
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            if (n(j, k)) m.tr->send(m.slot(k, kSend, j), pb(n(j, k)), j, m.side);
-            if (n(me, k)) m.tr->recv(m.slot(k, kRecv, j), pb(n(me, k)), j, m.side);
-          }
+  m.pipeline(s, [&] {
+    m.run5(
+        K, s,
+        [&](size_t k) {  // enc: the pieces of the other owners' shards
+          for (int j = 0; j < p; ++j)
+            if (j != me && n(j, k))
+              kernels::encode(d, at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), s);
+        },
+        [&](size_t k) {  // x1: to each owner its piece; from each peer mine
+          m.exchange([&] {
+            for (int j = 0; j < p; ++j) {
+              if (j == me) continue;
+              if (n(j, k)) m.tr->send(m.slot(k, kSend, j), pb(n(j, k)), j, m.side);
+              if (n(me, k)) m.tr->recv(m.slot(k, kRecv, j), pb(n(me, k)), j, m.side);
+            }
+          });
+        },
+        [&](size_t k) {  // red: decode p-1 payloads + my raw piece, sum, encode once, decode mine
+          if (!n(me, k)) return;
+          std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
+          for (int j = 0; j < p; ++j)
+            if (j != me) ins[static_cast<size_t>(j)] = m.slot(k, kRecv, j);
+          kernels::decodeReduceEncode(d, ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
+                                      m.slot(k, kRed, 0), at(out, me, k), s);
+        },
+        [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
+          m.exchange([&] {
+            for (int j = 0; j < p; ++j) {
+              if (j == me) continue;
+              if (n(me, k)) m.tr->send(m.slot(k, kRed, 0), pb(n(me, k)), j, m.side);
+              if (n(j, k)) m.tr->recv(m.slot(k, kGath, j), pb(n(j, k)), j, m.side);
+            }
+          });
+        },
+        [&](size_t k) {  // dec: the other owners' reduced pieces
+          for (int j = 0; j < p; ++j)
+            if (j != me && n(j, k))
+              kernels::decode(d, m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), s);
         });
-      },
-      [&](size_t k) {  // red: decode p-1 payloads + my raw piece, sum, encode once, decode mine
-        if (!n(me, k)) return;
-        std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
-        for (int j = 0; j < p; ++j)
-          if (j != me) ins[static_cast<size_t>(j)] = m.slot(k, kRecv, j);
-        kernels::decodeReduceEncode(d, ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
-                                    m.slot(k, kRed, 0), at(out, me, k), s);
-      },
-      [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
-        m.exchange([&] {
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            if (n(me, k)) m.tr->send(m.slot(k, kRed, 0), pb(n(me, k)), j, m.side);
-            if (n(j, k)) m.tr->recv(m.slot(k, kGath, j), pb(n(j, k)), j, m.side);
-          }
-        });
-      },
-      [&](size_t k) {  // dec: the other owners' reduced pieces
-        for (int j = 0; j < p; ++j)
-          if (j != me && n(j, k)) kernels::decode(d, m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), s);
-      });
+  });
 }
 
 void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
@@ -308,7 +391,7 @@ void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, 
   const size_t es = dtypeSize(dt);
   const size_t logical = recvcount * static_cast<size_t>(p) * es;
   DeviceGuard g(m.device);
-  if (!codecOnDevice(codec)) {
+  if (!m.compressible(codec, true)) {
     setStats(stats, logical, recvcount * es * static_cast<size_t>(p - 1), nullptr, "nccl");
     m.tr->reduceScatter(in, out, recvcount, dt, op, stream);
     return;
@@ -328,32 +411,35 @@ void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, 
   auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
   const CodecDesc raw{};  // the None codec: decodeAccumulate of raw elements of dt
   cudaStream_t s = m.user(stream);
-  m.run3(
-      K, s,
-      [&](size_t k) {
-        for (int j = 0; j < p; ++j)
-          if (j != me) kernels::encode(d, at(in, j, k), dt, n(k), m.slot(k, kSend, j), s);
-      },
-      [&](size_t k) {
-        m.exchange([&] {
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            m.tr->send(m.slot(k, kSend, j), pb(n(k)), j, m.side);
-            m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
-          }
+  m.pipeline(s, [&] {
+    m.run3(
+        K, s,
+        [&](size_t k) {
+          for (int j = 0; j < p; ++j)
+            if (j != me) kernels::encode(d, at(in, j, k), dt, n(k), m.slot(k, kSend, j), s);
+        },
+        [&](size_t k) {
+          m.exchange([&] {
+            for (int j = 0; j < p; ++j) {
+              if (j == me) continue;
+              m.tr->send(m.slot(k, kSend, j), pb(n(k)), j, m.side);
+              m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
+            }
+          });
+        },
+        [&](size_t k) {  // the host's order: ranks 0..p-1, my raw piece in my place, in fp32
+          COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
+          std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
+          for (int j = 0; j < p; ++j)
+            ins[static_cast<size_t>(j)] = j == me ? at(in, me, k) : m.slot(k, kRecv, j);
+          if (me > 0) kernels::decodeAccumulate(d, ins.data(), me, n(k), dt, m.acc, s);
+          kernels::decodeAccumulate(raw, ins.data() + me, 1, n(k), dt, m.acc, s);
+          if (me + 1 < p)
+            kernels::decodeAccumulate(d, ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, s);
+          launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(out) + k * piece * es,
+                             stream);
         });
-      },
-      [&](size_t k) {  // the host's order: ranks 0..p-1, my raw piece in my place, in fp32
-        COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
-        std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
-        for (int j = 0; j < p; ++j) ins[static_cast<size_t>(j)] = j == me ? at(in, me, k) : m.slot(k, kRecv, j);
-        if (me > 0) kernels::decodeAccumulate(d, ins.data(), me, n(k), dt, m.acc, s);
-        kernels::decodeAccumulate(raw, ins.data() + me, 1, n(k), dt, m.acc, s);
-        if (me + 1 < p)
-          kernels::decodeAccumulate(d, ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, s);
-        launchFinishReduce(m.acc, n(k), scale, dt,
-                           static_cast<char*>(out) + k * piece * es, stream);
-      });
+  });
 }
 
 void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
@@ -363,7 +449,7 @@ void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocc
   const size_t es = dtypeSize(dt);
   const size_t logical = sendcount * static_cast<size_t>(p) * es;
   DeviceGuard g(m.device);
-  if (!codecOnDevice(codec)) {
+  if (!m.compressible(codec, false)) {
     setStats(stats, logical, sendcount * es * static_cast<size_t>(p - 1), nullptr, "nccl");
     m.tr->allGather(in, out, sendcount, dt, stream);
     return;
@@ -377,27 +463,29 @@ void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocc
   auto n = [&](size_t k) { return std::min(piece, sendcount - k * piece); };
   auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
   cudaStream_t s = m.user(stream);
-  m.run3(
-      K, s,
-      [&](size_t k) {  // encode my piece once
-        kernels::encode(d, static_cast<const char*>(in) + k * piece * es, dt, n(k),
-                        m.slot(k, kSend, me), s);
-      },
-      [&](size_t k) {
-        m.exchange([&] {
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            m.tr->send(m.slot(k, kSend, me), pb(n(k)), j, m.side);
-            m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
-          }
+  m.pipeline(s, [&] {
+    m.run3(
+        K, s,
+        [&](size_t k) {  // encode my piece once
+          kernels::encode(d, static_cast<const char*>(in) + k * piece * es, dt, n(k),
+                          m.slot(k, kSend, me), s);
+        },
+        [&](size_t k) {
+          m.exchange([&] {
+            for (int j = 0; j < p; ++j) {
+              if (j == me) continue;
+              m.tr->send(m.slot(k, kSend, me), pb(n(k)), j, m.side);
+              m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
+            }
+          });
+        },
+        [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
+          for (int j = 0; j < p; ++j)
+            kernels::decode(
+                d, j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
+                static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es, s);
         });
-      },
-      [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
-        for (int j = 0; j < p; ++j)
-          kernels::decode(d, j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
-                          static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
-                          s);
-      });
+  });
 }
 
 void NcclDevicePath::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt,

@@ -63,22 +63,42 @@ std::vector<std::string> candidates(const std::string& own) {
   std::vector<std::string> c;
   dl_iterate_phdr(collectTorch, &c);
   if (!own.empty()) c.push_back(dirOf(own) + "/libnccl.so.2.real");  // the original, renamed
-  for (const char* p : {"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/aarch64-linux-gnu/libnccl.so.2",
-                        "/usr/lib64/libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
-                        "/usr/local/cuda/lib/libnccl.so.2", "/usr/local/nccl/lib/libnccl.so.2",
-                        "/opt/nccl/lib/libnccl.so.2"})
+  for (const char* p : {"/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+                        "/usr/lib/aarch64-linux-gnu/libnccl.so.2", "/usr/lib64/libnccl.so.2",
+                        "/usr/local/cuda/lib64/libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2",
+                        "/usr/local/nccl/lib/libnccl.so.2", "/opt/nccl/lib/libnccl.so.2"})
     c.push_back(p);
   c.push_back("libnccl.so.2");  // the loader's own search (finds a preloaded shim: refused)
   return c;
 }
 
+// Opens `target` (a copy of the library) or returns nullptr with dlerror's text in *err.
+void* openCopy(const std::string& target, std::string* err) {
+  void* h = dlopen(target.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
+  if (!h) {
+    const char* e = dlerror();
+    *err = e ? e : "dlopen failed";
+  }
+  return h;
+}
+
+// Copies the file open as `in` (st_size bytes) into `out`. True when every byte was written.
+bool copyFile(int in, int out, off_t size) {
+  for (off_t off = 0; off < size;) {
+    if (sendfile(out, in, &off, static_cast<size_t>(size - off)) <= 0) return false;
+  }
+  return true;
+}
+
 // Copies `path` to a new file and opens that copy (RTLD_LOCAL | RTLD_DEEPBIND). For a library
-// the program has already loaded itself (PyTorch preloads its wheel's libnccl.so.2 by path):
-// dlopen would hand back that instance, whose calls to its own exported nccl* functions were
-// bound through the global scope, i.e. to a preloaded shim (which then sees the real NCCL's
-// handles: every forwarded call failed with ncclInvalidArgument). A copy is a distinct object,
-// bound inside itself; the program's instance stays unused. The copy lives in $TMPDIR (else
-// /tmp) and is unlinked once mapped, or in a memfd when no directory is writable.
+// the program has already loaded itself (PyTorch preloads its wheel's libnccl.so.2 by path)
+// while a coccl shim is in the global scope: dlopen would hand back the program's instance,
+// whose calls to its own exported nccl* functions were bound through the global scope, i.e. to
+// the shim (which then sees the real NCCL's handles: every forwarded call failed with
+// ncclInvalidArgument). A copy is a distinct object, bound inside itself; the program's
+// instance stays unused. The copy goes to $TMPDIR (else /tmp) and is unlinked once mapped; if
+// that fails (no space, a noexec mount), to a memfd, which stays open (its /proc/self/fd name
+// must not be reused while the library is mapped).
 void* openPrivateCopy(const std::string& path, std::string* why) {
   int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -87,34 +107,45 @@ void* openPrivateCopy(const std::string& path, std::string* why) {
     *why = path + ": loaded by the program, and cannot be read for a private copy";
     return nullptr;
   }
+  std::string err = "could not be written";
+  void* h = nullptr;
   const char* tmp = getenv("TMPDIR");
   std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/coccl-real-nccl-XXXXXX";
   std::vector<char> buf(name.begin(), name.end());
   buf.push_back('\0');
-  int out = mkstemp(buf.data());
-  std::string target = buf.data();
-  if (out < 0) {
-    out = memfd_create("coccl-real-nccl", MFD_CLOEXEC);
-    target = "/proc/self/fd/" + std::to_string(out);
+  int out = mkostemp(buf.data(), O_CLOEXEC);
+  if (out >= 0) {
+    if (copyFile(in, out, st.st_size)) h = openCopy(buf.data(), &err);
+    unlink(buf.data());
+    close(out);
   }
-  bool copied = out >= 0;
-  for (off_t off = 0; copied && off < st.st_size;) {
-    ssize_t n = sendfile(out, in, &off, static_cast<size_t>(st.st_size - off));
-    if (n <= 0) copied = false;
+  if (!h) {
+#ifdef MFD_EXEC
+    out = memfd_create("coccl-real-nccl", MFD_CLOEXEC | MFD_EXEC);
+    if (out < 0) out = memfd_create("coccl-real-nccl", MFD_CLOEXEC);
+#else
+    out = memfd_create("coccl-real-nccl", MFD_CLOEXEC);
+#endif
+    if (out >= 0 && lseek(in, 0, SEEK_SET) == 0 && copyFile(in, out, st.st_size))
+      h = openCopy("/proc/self/fd/" + std::to_string(out), &err);
+    if (!h && out >= 0) close(out);  // else: kept open while mapped (see above)
   }
   close(in);
-  void* h = copied ? dlopen(target.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind) : nullptr;
-  const char* e = h || !copied ? nullptr : dlerror();
-  if (target.compare(0, 6, "/proc/") != 0 && out >= 0) unlink(target.c_str());
-  if (out >= 0) close(out);
   if (!h) {
-    *why = path + ": loaded by the program; its private copy " +
-           (copied ? "did not load: " + std::string(e ? e : "?") : "could not be written");
+    *why = path + ": loaded by the program; its private copy did not load: " + err;
     return nullptr;
   }
-  COCCL_INFO(kLogInit, "%s is loaded by the program (its nccl* calls may bind to a shim): "
-             "using a private copy", path.c_str());
+  COCCL_INFO(kLogInit,
+             "%s is loaded by the program and a shim is in the global scope: using a "
+             "private copy",
+             path.c_str());
   return h;
+}
+
+// True when a coccl shim's nccl* functions are in the process's global scope (LD_PRELOAD, or
+// installed as libnccl.so.2): then a real NCCL loaded by the program binds to them.
+bool shimInGlobalScope() {
+  return dlsym(RTLD_DEFAULT, "ncclCocclShimVersion") != nullptr;
 }
 
 // Opens one candidate; nullptr (and why in *why) when it is absent, a shim, or not NCCL.
@@ -131,10 +162,18 @@ void* tryOpen(const std::string& cand, const std::string& own, std::string* why)
       return nullptr;
     }
   }
+  // Already loaded by the program: a shim is refused before anything is copied; a real NCCL
+  // is copied when a shim could have captured its internal calls, else shared as it is.
   void* pre = byPath ? dlopen(cand.c_str(), RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  void* h = nullptr;
-  if (pre) {
+  if (pre && dlsym(pre, "ncclCocclShimVersion")) {
     dlclose(pre);
+    *why = cand + ": is a coccl shim";
+    return nullptr;
+  }
+  const bool copy = pre && shimInGlobalScope();
+  if (pre) dlclose(pre);
+  void* h = nullptr;
+  if (copy) {
     h = openPrivateCopy(cand, why);
     if (!h) return nullptr;
   } else {

@@ -9,7 +9,8 @@
 // beside the library holding this code (a shim installed in place of NCCL), the system's
 // lib directories, then the dynamic loader's own search. A library that exports
 // ncclCocclShimVersion (a coccl shim) is never taken. A candidate that the program has already
-// loaded itself is opened as a private copy (see nccl_library.cc).
+// loaded itself is shared, unless a shim is in the global scope: then it is opened as a private
+// copy (see nccl_library.cc).
 #pragma once
 
 #include <string>

@@ -1,7 +1,10 @@
 #include "transport/nccl/nccl_transport.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <shared_mutex>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -26,12 +29,13 @@ struct Api {
   const char* (*getLastError)(ncclComm_t) = nullptr;
   ncclResult_t (*groupStart)() = nullptr;
   ncclResult_t (*groupEnd)() = nullptr;
-  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t,
+                       cudaStream_t) = nullptr;
   ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
   ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                             cudaStream_t) = nullptr;
-  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
-                                ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                cudaStream_t) = nullptr;
   ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
                             cudaStream_t) = nullptr;
   ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
@@ -79,12 +83,27 @@ struct Hello {
 
 }  // namespace
 
+// Depth of NcclTransport::group on this thread: its sends and receives run under the group's
+// hold of the communicator.
+thread_local int t_groupDepth = 0;
+
 struct NcclTransport::Impl {
   Api api;
   ncclComm_t comm = nullptr;
   int version = 0;
+  int64_t timeoutMs = 300000;
   std::string reason;
   std::atomic<bool> aborted{false};
+  mutable std::shared_timed_mutex
+      mu;  // shared: an operation inside NCCL; exclusive: abort, destroy
+
+  // Holds the communicator for one operation (nothing inside a group: the group holds it).
+  struct Hold {
+    std::shared_lock<std::shared_timed_mutex> lock;
+    explicit Hold(Impl& m) {
+      if (t_groupDepth == 0) lock = std::shared_lock<std::shared_timed_mutex>(m.mu);
+    }
+  };
 
   void check(ncclResult_t r, const char* what) const {
     if (r == ncclSuccess) return;
@@ -100,6 +119,7 @@ struct NcclTransport::Impl {
 
 NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  m.timeoutMs = std::max<int64_t>(bs.timeoutMs(), 1);
   const int p = bs.nranks(), me = bs.rank();
   std::vector<Hello> all(static_cast<size_t>(p));
   Hello& mine = all[static_cast<size_t>(me)];
@@ -130,15 +150,16 @@ NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
   ok[static_cast<size_t>(me)] = r == ncclSuccess ? 1 : 0;
   if (r != ncclSuccess) {
     const char* last = m.api.getLastError(nullptr);
-    why = format("ncclCommInitRankConfig: %s%s%s", m.api.getErrorString(r), last && *last ? ": " : "",
-                 last ? last : "");
+    why = format("ncclCommInitRankConfig: %s%s%s", m.api.getErrorString(r),
+                 last && *last ? ": " : "", last ? last : "");
     m.comm = nullptr;
   }
   bs.allGather(ok.data(), sizeof(int32_t));
   for (int q = 0; q < p; ++q)
     if (!ok[static_cast<size_t>(q)]) {
-      m.reason = !ok[static_cast<size_t>(me)] ? why
-                 : format("rank %d could not create its NCCL communicator", q);
+      m.reason = !ok[static_cast<size_t>(me)]
+                     ? why
+                     : format("rank %d could not create its NCCL communicator", q);
       if (m.comm) m.api.commAbort(m.comm);
       m.comm = nullptr;
       return;
@@ -149,9 +170,9 @@ NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
 NcclTransport::~NcclTransport() {
   Impl& m = *impl_;
   if (!m.comm || m.aborted.load()) return;  // abort() freed it
+  std::unique_lock<std::shared_timed_mutex> lock(m.mu);
   ncclResult_t st = ncclSuccess;
-  const bool healthy = m.api.commGetAsyncError(m.comm, &st) == ncclSuccess &&
-                       st == ncclSuccess;
+  const bool healthy = m.api.commGetAsyncError(m.comm, &st) == ncclSuccess && st == ncclSuccess;
   // Healthy: finalize (flushes this rank's operations, which peers may still be reading), then
   // destroy; otherwise abort.
   ncclResult_t r = healthy ? m.api.commFinalize(m.comm) : ncclSuccess;
@@ -159,21 +180,43 @@ NcclTransport::~NcclTransport() {
   if (r != ncclSuccess) COCCL_WARN("NCCL transport teardown: %s", m.api.getErrorString(r));
 }
 
-bool NcclTransport::usable() const { return impl_->comm != nullptr; }
-const std::string& NcclTransport::reason() const { return impl_->reason; }
-int NcclTransport::version() const { return impl_->version; }
+bool NcclTransport::usable() const {
+  return impl_->comm != nullptr;
+}
+const std::string& NcclTransport::reason() const {
+  return impl_->reason;
+}
+int NcclTransport::version() const {
+  return impl_->version;
+}
 
-void NcclTransport::groupStart() { impl_->check(impl_->api.groupStart(), "ncclGroupStart"); }
-void NcclTransport::groupEnd() { impl_->check(impl_->api.groupEnd(), "ncclGroupEnd"); }
+void NcclTransport::group(const std::function<void()>& post) {
+  Impl& m = *impl_;
+  Impl::Hold hold(m);
+  m.live("group");
+  m.check(m.api.groupStart(), "ncclGroupStart");
+  ++t_groupDepth;
+  try {
+    post();
+  } catch (...) {
+    --t_groupDepth;
+    (void)m.api.groupEnd();  // what was posted runs; the first error is the one reported
+    throw;
+  }
+  --t_groupDepth;
+  m.check(m.api.groupEnd(), "ncclGroupEnd");
+}
 
 void NcclTransport::send(const void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("send");
   m.check(m.api.send(buf, bytes, ncclUint8, peer, m.comm, s), "ncclSend");
 }
 
 void NcclTransport::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("recv");
   m.check(m.api.recv(buf, bytes, ncclUint8, peer, m.comm, s), "ncclRecv");
 }
@@ -181,6 +224,7 @@ void NcclTransport::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
 void NcclTransport::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                               cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("AllReduce");
   m.check(m.api.allReduce(in, out, count, static_cast<ncclDataType_t>(dt),
                           static_cast<ncclRedOp_t>(op), m.comm, s),
@@ -190,6 +234,7 @@ void NcclTransport::allReduce(const void* in, void* out, size_t count, cocclData
 void NcclTransport::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
                                   cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("ReduceScatter");
   m.check(m.api.reduceScatter(in, out, recvcount, static_cast<ncclDataType_t>(dt),
                               static_cast<ncclRedOp_t>(op), m.comm, s),
@@ -199,14 +244,16 @@ void NcclTransport::reduceScatter(const void* in, void* out, size_t recvcount, c
 void NcclTransport::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
                               cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("AllGather");
   m.check(m.api.allGather(in, out, sendcount, static_cast<ncclDataType_t>(dt), m.comm, s),
           "ncclAllGather");
 }
 
-void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt,
-                              int root, cocclStream_t s) {
+void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
+                              cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("Broadcast");
   m.check(m.api.broadcast(in, out, count, static_cast<ncclDataType_t>(dt), root, m.comm, s),
           "ncclBroadcast");
@@ -215,6 +262,7 @@ void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclData
 void NcclTransport::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                            cocclRedOp_t op, int root, cocclStream_t s) {
   Impl& m = *impl_;
+  Impl::Hold hold(m);
   m.live("Reduce");
   m.check(m.api.reduce(in, out, count, static_cast<ncclDataType_t>(dt),
                        static_cast<ncclRedOp_t>(op), root, m.comm, s),
@@ -224,7 +272,14 @@ void NcclTransport::reduce(const void* in, void* out, size_t count, cocclDataTyp
 cocclResult_t NcclTransport::asyncError() const {
   const Impl& m = *impl_;
   if (!m.comm) return cocclSuccess;
+  // Cheap and never blocking: while abort holds the communicator, it is being aborted.
   if (m.aborted.load()) return cocclInvalidUsage;
+  std::shared_lock<std::shared_timed_mutex> lock(m.mu, std::defer_lock);
+  if (t_groupDepth == 0) {  // inside a group this thread already holds it
+    for (int i = 0; i < 3 && !lock.try_lock(); ++i) std::this_thread::yield();
+    // Not available: abort (which set the flag first) or destruction holds it.
+    if (!lock.owns_lock()) return m.aborted.load() ? cocclInvalidUsage : cocclSuccess;
+  }
   ncclResult_t st = ncclSuccess;
   if (m.api.commGetAsyncError(m.comm, &st) != ncclSuccess) return cocclInternalError;
   return st == ncclInProgress ? cocclSuccess : static_cast<cocclResult_t>(st);
@@ -232,7 +287,13 @@ cocclResult_t NcclTransport::asyncError() const {
 
 void NcclTransport::abort() {
   Impl& m = *impl_;
-  if (!m.comm || m.aborted.exchange(true)) return;
+  if (!m.comm || m.aborted.exchange(true)) return;  // new operations now fail at live()
+  std::unique_lock<std::shared_timed_mutex> lock(m.mu, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::milliseconds(m.timeoutMs)))
+    COCCL_WARN(
+        "NCCL transport abort: an operation is still inside NCCL after %lld ms; aborting "
+        "under it",
+        static_cast<long long>(m.timeoutMs));
   ncclResult_t r = m.api.commAbort(m.comm);  // m.comm stays set (other threads read it)
   if (r != ncclSuccess) COCCL_WARN("NCCL transport abort: %s", m.api.getErrorString(r));
 }

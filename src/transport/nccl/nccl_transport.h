@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,8 @@ class NcclTransport {
   // reason naming the rank that failed (a rank whose NCCL init fails after the others started
   // theirs leaves them to NCCL's own failure detection).
   explicit NcclTransport(Bootstrap& bs);
+  // Thread safety: every operation holds the communicator (shared) while inside NCCL, abort and
+  // destruction hold it exclusively, so NCCL's communicator is never used after it was freed.
   ~NcclTransport();  // ncclCommDestroy; ncclCommAbort after abort() or an asynchronous error
   NcclTransport(const NcclTransport&) = delete;
   NcclTransport& operator=(const NcclTransport&) = delete;
@@ -33,10 +36,10 @@ class NcclTransport {
   const std::string& reason() const;
   int version() const;  // the real NCCL's (e.g. 22809)
 
-  // Inside groupStart/groupEnd NCCL runs the sends and receives of several peers together
+  // Runs post() inside one NCCL group (ncclGroupStart / ncclGroupEnd, the group ended even when
+  // post throws): NCCL then runs the sends and receives it posts, of several peers, together
   // (no deadlock whatever the order). Counts in bytes.
-  void groupStart();
-  void groupEnd();
+  void group(const std::function<void()>& post);
   void send(const void* buf, size_t bytes, int peer, cocclStream_t s);
   void recv(void* buf, size_t bytes, int peer, cocclStream_t s);
 
@@ -54,6 +57,8 @@ class NcclTransport {
   // cocclSuccess or NCCL's asynchronous error (a dead peer: cocclRemoteError). Cheap, any thread.
   cocclResult_t asyncError() const;
   // Stops the NCCL communicator (ncclCommAbort); later operations throw. Any thread, once.
+  // Operations in flight on other threads are waited for up to COCCL_TIMEOUT_MS (an operation
+  // stuck inside NCCL is then aborted under it, NCCL's own way to release a hung call).
   void abort();
 
  private:
