@@ -21,9 +21,10 @@
  * Errors: every function returns a cocclResult_t; on failure cocclGetLastError() returns a
  * message. No function aborts the process or lets a C++ exception escape.
  *   cocclInvalidArgument  a NULL pointer where a value is needed, a bad data type / op / rank /
- *                         root / count, or an uninitialised config.
+ *                         root / count, host and device buffers mixed in one call, or an
+ *                         uninitialised config.
  *   cocclInvalidUsage     a valid argument in the wrong state (aborted or failed communicator,
- *                         group misuse, host and device buffers mixed), or ranks whose calls
+ *                         group misuse, device buffers while the device path is off), or ranks whose calls
  *                         do not match (a peer sent a different number of bytes).
  *   cocclSystemError      a socket / UCX / OS call failed, or a wait ran past COCCL_TIMEOUT_MS.
  *   cocclRemoteError      a peer closed its connection or reported an error (dead rank).
@@ -223,7 +224,9 @@ COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm);
  * Errors: cocclInvalidArgument (NULL). */
 COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* asyncError);
 
-/* Number of ranks / this rank / the CUDA device (-1 for a host-only rank). */
+/* Number of ranks / this rank / the CUDA device whose buffers the communicator takes (-1 for a
+ * host-only rank, and when its device path is off, e.g. no transport reaches every rank: then
+ * device buffers are rejected with cocclInvalidUsage). */
 COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count);
 COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank);
 COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device);

@@ -13,7 +13,7 @@
 #      UCX_INCLUDE=dir               headers ucp/ ucs/ uct/ ucm/ when libucx-dev is missing and
 #                                    the checkout has no .ucx/ (dpkg -x of libucx-dev, which
 #                                    coccl's CMake finds by itself)
-#      STEPS=nccl,passthrough,compressed,torch  which runs (the builds always happen)
+#      STEPS=nccl,passthrough,compressed,torch  which runs, commas or spaces (the builds always happen)
 #      NP=2 CODEC=fp8_ash_ds MAXBYTES=64M NCCL_TESTS_DEVICE=0 RUN_TIMEOUT=300 (s per run)
 #      TESTS="all_reduce reduce_scatter all_gather broadcast"  COMPRESSED_TYPES="float bfloat16"
 #      USE_MPS=1  start a private MPS control daemon for the runs (stopped at exit): without
@@ -33,6 +33,7 @@ NP=${NP:-2}
 CODEC=${CODEC:-fp8_ash_ds}
 MAXBYTES=${MAXBYTES:-64M}
 STEPS=${STEPS:-nccl,passthrough,compressed,torch}
+STEPS=${STEPS// /,}  # commas or spaces
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 read -r -a tests <<<"${TESTS:-all_reduce reduce_scatter all_gather broadcast}"
 read -r -a ctypes <<<"${COMPRESSED_TYPES:-float bfloat16}"

@@ -54,6 +54,10 @@ if has build; then
 fi
 PERF=$BDIR/perf/coccl_perf/coccl_perf
 SHIM=$(readlink -f "$BDIR/nccl-tests-shim/libnccl.so.2" 2>/dev/null || true)
+if [ -z "$SHIM" ] || [ ! -f "$SHIM" ]; then
+  log "no shim under $BDIR: the shim runs (nccl-tests, tp) are skipped"
+  SHIM=""
+fi
 
 # n, then coccl_perf arguments: one process per GPU (torchrun variables, LOCAL_RANK = GPU).
 launch() {
@@ -102,6 +106,9 @@ fi
 
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none
      -x NCCL_NVLS_ENABLE -x PATH -x NCCL_DEBUG=${NCCL_DEBUG:-WARN} -x COCCL_DEBUG=${COCCL_DEBUG:-WARN})
+if has nccl && [ ! -x "$NT/all_reduce_perf" ]; then
+  log "no nccl-tests under $NT (set NCCL_TESTS_SRC): the NCCL columns stay empty"
+fi
 if has nccl && [ -x "$NT/all_reduce_perf" ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   for n in $NS; do
@@ -110,9 +117,11 @@ if has nccl && [ -x "$NT/all_reduce_perf" ]; then
         log "nccl-tests ${coll}_perf -d $dt on $n GPUs: NCCL, then shim + fp8_ash_ds"
         timeout "$RUN_TIMEOUT" "${mpi[@]}" -np "$n" "$NT/${coll}_perf" -b 1M -e "$MAXBYTES" -f 4 \
           -g 1 -d "$dt" -c 1 -n "$ITERS" -w 3 > "$OUT/nccl_${coll}_${dt}_n${n}.txt" 2>&1 || status=1
-        timeout "$RUN_TIMEOUT" "${mpi[@]}" -np "$n" -x LD_PRELOAD="$SHIM" -x COCCL_CODEC=fp8_ash_ds \
-          "$NT/${coll}_perf" -b 1M -e "$MAXBYTES" -f 4 -g 1 -d "$dt" -c 0 -n "$ITERS" -w 3 \
-          > "$OUT/shim_${coll}_${dt}_n${n}.txt" 2>&1 || status=1
+        if [ -n "$SHIM" ]; then
+          timeout "$RUN_TIMEOUT" "${mpi[@]}" -np "$n" -x LD_PRELOAD="$SHIM" -x COCCL_CODEC=fp8_ash_ds \
+            "$NT/${coll}_perf" -b 1M -e "$MAXBYTES" -f 4 -g 1 -d "$dt" -c 0 -n "$ITERS" -w 3 \
+            > "$OUT/shim_${coll}_${dt}_n${n}.txt" 2>&1 || status=1
+        fi
       done
     done
   done
@@ -120,7 +129,7 @@ fi
 
 if has tp; then
   for n in $NS; do
-    for mode in nccl shim; do
+    for mode in nccl ${SHIM:+shim}; do
       pre=()
       [ $mode = shim ] && pre=(env LD_PRELOAD="$SHIM" COCCL_CODEC=fp8_ash_ds)
       log "tp_gpt.py TP=$n ($mode)"

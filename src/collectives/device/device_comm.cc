@@ -188,12 +188,21 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   // a device: ranks on several hosts). Every rank reads the same value (documented), and every
   // decision below is taken from values all ranks share.
   const std::string& tp = e.deviceTransport;
-  std::vector<int32_t> devs(static_cast<size_t>(p));
-  devs[static_cast<size_t>(c.rank())] = c.config().cudaDevice;
-  c.bootstrap().allGather(devs.data(), sizeof(int32_t));
-  const bool allDevices =
-      std::all_of(devs.begin(), devs.end(), [](int32_t x) { return x >= 0; });
-  m.device = c.config().cudaDevice;  // cocclCommCuDevice reports it whatever the path
+  const int32_t tpCode = tp == "nccl" ? 2 : tp == "cuda_ipc" ? 1 : 0;
+  std::vector<int32_t> devs(2 * static_cast<size_t>(p));  // (device, transport) per rank
+  devs[2 * static_cast<size_t>(c.rank())] = c.config().cudaDevice;
+  devs[2 * static_cast<size_t>(c.rank()) + 1] = tpCode;
+  c.bootstrap().allGather(devs.data(), 2 * sizeof(int32_t));
+  bool allDevices = true, sameTransport = true;
+  for (int r = 0; r < p; ++r) {
+    allDevices = allDevices && devs[2 * static_cast<size_t>(r)] >= 0;
+    sameTransport = sameTransport && devs[2 * static_cast<size_t>(r) + 1] == tpCode;
+  }
+  m.device = c.config().cudaDevice;
+  if (!sameTransport) {  // every rank sees the same table: all stop here
+    m.reason = "COCCL_DEVICE_TRANSPORT differs across ranks";
+    return d;
+  }
   auto tryNccl = [&](const std::string& before) {
     if (!allDevices) {
       m.reason = before + "not every rank has a CUDA device";
@@ -255,7 +264,7 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
 
 bool DeviceComm::usable() const { return impl_->region != nullptr || impl_->nccl != nullptr; }
 const std::string& DeviceComm::reason() const { return impl_->reason; }
-int DeviceComm::device() const { return impl_->device; }
+int DeviceComm::device() const { return usable() ? impl_->device : -1; }
 
 cocclResult_t DeviceComm::asyncError() const {
   if (impl_->nccl) return impl_->nccl->asyncError();

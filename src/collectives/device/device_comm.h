@@ -1,12 +1,14 @@
 // The device path of a communicator: collectives on device buffers, enqueued on the caller's
-// stream as one kernel per call, exchanging data through CUDA IPC staging between the ranks of
-// one node (several ranks may share a GPU). No CUDA type appears here, so host-only builds
-// compile everything that includes it (device_stub.cc then provides a DeviceComm that is never
-// usable).
+// stream. Two transports (COCCL_DEVICE_TRANSPORT): CUDA IPC between the ranks of one host
+// (several ranks may share a GPU; one kernel per call exchanging through peer-mapped staging)
+// or the real NCCL between any GPUs of any hosts (nccl_path.h). No CUDA type appears here, so
+// host-only builds compile everything that includes it (device_stub.cc then provides a
+// DeviceComm that is never usable).
 //
 // Requirements: every rank of the communicator made its CUDA device current (cudaSetDevice)
-// before cocclCommInitRank; ranks on one host; at most dev::kMaxRanks ranks. Otherwise the
-// device path is off (reason()) and device buffers are rejected with cocclInvalidUsage.
+// before cocclCommInitRank; the same COCCL_DEVICE_TRANSPORT on every rank; for CUDA IPC, ranks
+// on one host and at most dev::kMaxRanks of them. Otherwise the device path is off (reason())
+// and device buffers are rejected with cocclInvalidUsage.
 #pragma once
 
 #include <cstddef>
@@ -39,7 +41,8 @@ class DeviceComm {
 
   bool usable() const;
   const std::string& reason() const;
-  // The CUDA device of this rank (-1 when it had none at init).
+  // The CUDA device whose buffers this path takes: -1 when the rank had none at init or the
+  // path is off (reason()), i.e. when device buffers would be rejected.
   int device() const;
 
   // `codec`: the codec chosen by the policy (nullptr = exact). A codec without a device
