@@ -5,6 +5,8 @@
 //   RealNccl.*    COCCL_NCCL_LIBRARY=<a real libnccl.so.2>: version forwarded; creating a
 //                 communicator without a GPU fails with a clean error and a message.
 //   MissingNccl.* COCCL_NCCL_LIBRARY=/nonexistent: ncclSystemError with a message.
+#include <atomic>
+
 #include "shim_test_util.h"
 
 using namespace shimtest;
@@ -76,13 +78,19 @@ TEST(NoNccl, CompressedCollectivesOnHostBuffers) {
 }
 
 TEST(NoNccl, ForwardedCallsFailCleanly) {
+  // ncclGetLastError is process-wide (as NCCL's): the ranks, threads here, take turns so that
+  // the other's failures do not overwrite the message being checked.
+  std::atomic<int> turn{0};
   runRanks(2, [&](int r, ncclComm_t comm) {
     const Api& a = api();
     std::vector<float> buf(kCount, 1.f);
     std::vector<int32_t> ibuf(kCount, 1);
+    while (turn.load() != r) std::this_thread::yield();
     EXPECT_EQ(a.ncclBroadcast(buf.data(), buf.data(), kCount, ncclFloat32, 0, comm, nullptr),
               ncclInvalidUsage);
     EXPECT_NE(lastError().find("ncclBroadcast"), std::string::npos) << lastError();
+    turn.store(r + 1);
+    while (turn.load() != 2) std::this_thread::yield();  // both checked: go on
     // Not compressible: MAX, int32, below the threshold. All go to the (absent) real NCCL.
     EXPECT_EQ(a.ncclAllReduce(buf.data(), buf.data(), kCount, ncclFloat32, ncclMax, comm, nullptr),
               ncclInvalidUsage);

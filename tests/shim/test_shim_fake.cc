@@ -1,6 +1,8 @@
 // The shim's forwarding, against a recording stand-in for the real NCCL (fake_nccl.cc, loaded
 // through COCCL_NCCL_LIBRARY) with COCCL_CODEC=int8: which calls reach the real NCCL and which
 // coccl, the real unique id broadcast over coccl, groups, simulation, split and shrink.
+#include <atomic>
+
 #include "shim_test_util.h"
 
 using namespace shimtest;
@@ -51,6 +53,7 @@ TEST(FakeNccl, VersionAndTheRealIdTravelsOverCoccl) {
 }
 
 TEST(FakeNccl, DispatchGroupsAndSimulation) {
+  std::atomic<int> turn{0};
   std::vector<float> in[2] = {input(0, kCount), input(1, kCount)};
   std::vector<double> sum(kCount);
   for (size_t i = 0; i < kCount; ++i) sum[i] = double(in[0][i]) + in[1][i];
@@ -81,11 +84,15 @@ TEST(FakeNccl, DispatchGroupsAndSimulation) {
     EXPECT_EQ(last(rk("ncclBroadcast", r)), rk("ncclBroadcast", r) + " count=8 root=0 inplace=0");
     EXPECT_EQ(a.ncclBcast(y.data(), 8, ncclFloat32, 1, comm, nullptr), ncclSuccess);
     EXPECT_EQ(last(rk("ncclBroadcast", r)), rk("ncclBroadcast", r) + " count=8 root=1 inplace=1");
+    // ncclGetLastError is process-wide: the ranks (threads) take turns for the error checks.
+    while (turn.load() != r) std::this_thread::yield();
     EXPECT_EQ(a.ncclReduce(y.data(), y.data(), 8, ncclFloat32, ncclSum, 0, comm, nullptr), ncclInternalError);
     EXPECT_EQ(lastError(), "fake nccl error");  // the real NCCL's message for its failure
     ncclWindow_t win;
     EXPECT_EQ(a.ncclCommWindowRegister(comm, y.data(), 64, &win, 0), ncclInvalidUsage);
     EXPECT_NE(lastError().find("does not have it"), std::string::npos) << lastError();
+    turn.store(r + 1);
+    while (turn.load() != 2) std::this_thread::yield();  // both checked: go on
     void* mem = nullptr;
     EXPECT_EQ(a.ncclMemAlloc(&mem, 100), ncclSuccess);
     EXPECT_EQ(a.ncclMemFree(mem), ncclSuccess);
