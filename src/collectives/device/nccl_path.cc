@@ -62,8 +62,10 @@ struct NcclDevicePath::Impl {
   // whatever stream, starts after it (the staging is the communicator's, not the stream's).
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
+  std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
 
-  Impl(Communicator& c, int dev) : comm(c), device(dev), p(c.nranks()), me(c.rank()) {}
+  Impl(Communicator& c, int dev)
+      : comm(c), device(dev), p(c.nranks()), me(c.rank()), ins(static_cast<size_t>(p)) {}
   ~Impl() {  // also after a constructor that failed half-way
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
@@ -147,8 +149,6 @@ struct NcclDevicePath::Impl {
     COCCL_CUDA_CHECK(cudaEventRecord(e, from));
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
   }
-  // One grouped exchange on C: sends (payload of piece k to peers) and receives.
-  void exchange(const std::function<void()>& post) { tr->group(post); }
 
   // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file).
   void run3(size_t K, cudaStream_t s, const std::function<void(size_t)>& a,
@@ -350,7 +350,7 @@ void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDat
               kernels::encode(d, at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), s);
         },
         [&](size_t k) {  // x1: to each owner its piece; from each peer mine
-          m.exchange([&] {
+          m.tr->group([&] {
             for (int j = 0; j < p; ++j) {
               if (j == me) continue;
               if (n(j, k)) m.tr->send(m.slot(k, kSend, j), pb(n(j, k)), j, m.side);
@@ -360,14 +360,14 @@ void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDat
         },
         [&](size_t k) {  // red: decode p-1 payloads + my raw piece, sum, encode once, decode mine
           if (!n(me, k)) return;
-          std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
+          std::vector<const void*>& ins = m.ins;
           for (int j = 0; j < p; ++j)
-            if (j != me) ins[static_cast<size_t>(j)] = m.slot(k, kRecv, j);
+            ins[static_cast<size_t>(j)] = j == me ? nullptr : m.slot(k, kRecv, j);
           kernels::decodeReduceEncode(d, ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
                                       m.slot(k, kRed, 0), at(out, me, k), s);
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
-          m.exchange([&] {
+          m.tr->group([&] {
             for (int j = 0; j < p; ++j) {
               if (j == me) continue;
               if (n(me, k)) m.tr->send(m.slot(k, kRed, 0), pb(n(me, k)), j, m.side);
@@ -419,7 +419,7 @@ void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, 
             if (j != me) kernels::encode(d, at(in, j, k), dt, n(k), m.slot(k, kSend, j), s);
         },
         [&](size_t k) {
-          m.exchange([&] {
+          m.tr->group([&] {
             for (int j = 0; j < p; ++j) {
               if (j == me) continue;
               m.tr->send(m.slot(k, kSend, j), pb(n(k)), j, m.side);
@@ -429,7 +429,7 @@ void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, 
         },
         [&](size_t k) {  // the host's order: ranks 0..p-1, my raw piece in my place, in fp32
           COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
-          std::vector<const void*> ins(static_cast<size_t>(p), nullptr);
+          std::vector<const void*>& ins = m.ins;
           for (int j = 0; j < p; ++j)
             ins[static_cast<size_t>(j)] = j == me ? at(in, me, k) : m.slot(k, kRecv, j);
           if (me > 0) kernels::decodeAccumulate(d, ins.data(), me, n(k), dt, m.acc, s);
@@ -471,7 +471,7 @@ void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocc
                           m.slot(k, kSend, me), s);
         },
         [&](size_t k) {
-          m.exchange([&] {
+          m.tr->group([&] {
             for (int j = 0; j < p; ++j) {
               if (j == me) continue;
               m.tr->send(m.slot(k, kSend, me), pb(n(k)), j, m.side);
@@ -513,7 +513,7 @@ void NcclDevicePath::pointToPoint(const std::vector<P2POp>& ops, CollStats& stat
     if (o.send) sent += o.bytes;
   setStats(stats, sent, sent, nullptr, "p2p/nccl");
   DeviceGuard g(m.device);
-  m.exchange([&] {
+  m.tr->group([&] {
     for (const P2POp& o : ops) {
       if (o.send)
         m.tr->send(o.buf, o.bytes, o.peer, o.stream);

@@ -45,8 +45,8 @@ struct TileAsh {
     bool transformed = false;
     if (!__all_sync(kFullMask, raw)) {
       transformed = true;
-      const Rotated t = rotateTile<S>(v, energy, raw, Fmt::kQmax, p.lambda, p.alphaMin,
-                                      p.alphaMax, reload, lig);
+      const Rotated t =
+          rotateTile<S>(v, energy, raw, Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax, reload, lig);
       const float c = decodeMultiplier(t.m, Fmt::kQmax, 1.0f / static_cast<float>(G), t.invAlpha);
       raw = static_cast<bool>(raw | !scalesUsable(t.m, t.inv, c));
       word = floatBits(c);
@@ -76,33 +76,15 @@ struct TileAsh {
   __device__ __forceinline__ static void rawCodes(const float (&x)[E1][E0], float r,
                                                   uint32_t (&q)[E1][W]) {
     using namespace kmath;
-#pragma unroll
-    for (int j = 0; j < E1; ++j) {
-#pragma unroll
-      for (int w = 0; w < W; ++w) {
-        uint32_t c[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float xv = x[j][4 * w + i];
-          const uint32_t u = floatBits(xv);
-          const uint32_t a = u & 0x7fffffffu;
-          uint32_t code;
-          if (a > 0x7f800000u) {
-            code = Fmt::kNan;
-          } else if (a == 0x7f800000u) {
-            code = (u >> 31) ? Fmt::kNegInf : Fmt::kPosInf;
-          } else if (r == 0.0f) {
-            code = (u >> 24) & 0x80u;
-          } else {
-            const uint32_t k = floatToFp8SatNonNan<F>(divRn(xv, r));
-            const uint32_t mag = k & 0x7fu;
-            code = (k & 0x80u) | (mag > Fmt::kRawMaxCode ? Fmt::kRawMaxCode : mag);
-          }
-          c[i] = code;
-        }
-        q[j][w] = packBytes4(c[0], c[1], c[2], c[3]);
-      }
-    }
+    rawCodesOf(
+        x, Fmt::kNan, Fmt::kPosInf, Fmt::kNegInf,
+        [r](float xv, uint32_t u) -> uint32_t {
+          if (r == 0.0f) return (u >> 24) & 0x80u;
+          const uint32_t k = floatToFp8SatNonNan<F>(divRn(xv, r));
+          const uint32_t mag = k & 0x7fu;
+          return (k & 0x80u) | (mag > Fmt::kRawMaxCode ? Fmt::kRawMaxCode : mag);
+        },
+        q);
   }
 
   // RAW encode of every group's block (the whole warp calls; used by the unfused kernels).

@@ -95,30 +95,14 @@ struct TileInt8 {
   __device__ __forceinline__ static void rawCodes(const float (&x)[E1][E0], float r,
                                                   uint32_t (&q)[E1][W]) {
     using namespace kmath;
-#pragma unroll
-    for (int j = 0; j < E1; ++j) {
-#pragma unroll
-      for (int w = 0; w < W; ++w) {
-        uint32_t c4[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float xv = x[j][4 * w + i];
-          const uint32_t u = floatBits(xv);
-          const uint32_t a = u & 0x7fffffffu;
-          int32_t code;
-          if (a > 0x7f800000u) {
-            code = K::kNan;
-          } else if (a == 0x7f800000u) {
-            code = (u >> 31) ? K::kNegInf : K::kPosInf;
-          } else {
-            const int32_t qv = r == 0.0f ? 0 : clampI32(rneInt(divRn(xv, r)), -125, 125);
-            code = (qv == 0 && (u >> 31)) ? K::kNegZero : qv;
-          }
-          c4[i] = static_cast<uint32_t>(code);
-        }
-        q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
-      }
-    }
+    auto code = [](int32_t c) { return static_cast<uint32_t>(c); };
+    rawCodesOf(
+        x, code(K::kNan), code(K::kPosInf), code(K::kNegInf),
+        [r](float xv, uint32_t u) -> uint32_t {
+          const int32_t qv = r == 0.0f ? 0 : clampI32(rneInt(divRn(xv, r)), -125, 125);
+          return static_cast<uint32_t>((qv == 0 && (u >> 31)) ? K::kNegZero : qv);
+        },
+        q);
   }
 
   // out = code + kInt8Bias, exactly.
@@ -151,8 +135,7 @@ struct TileInt8 {
     for (int j = 0; j < E1; ++j)
 #pragma unroll
       for (int e = 0; e < E0; ++e)
-        out[j][e] =
-            kmath::int8DecodeRawElem(static_cast<int8_t>(q[j][e / 4] >> (8 * (e % 4))), r);
+        out[j][e] = kmath::int8DecodeRawElem(static_cast<int8_t>(q[j][e / 4] >> (8 * (e % 4))), r);
   }
 
   __device__ __forceinline__ static void decode(const uint32_t (&q)[E1][W], uint32_t word,

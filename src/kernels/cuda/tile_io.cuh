@@ -36,47 +36,52 @@ struct TileIO<Fp32Tag> {
   __device__ __forceinline__ static float store(float v) { return v; }
 };
 
-template <>
-struct TileIO<Bf16Tag> {
+// The 16-bit types: eight elements to a 16-byte vector, two to a word. Conv supplies the pair
+// conversions unpack1 (word -> lo, hi) and pack2 (lo, hi -> word) and the scalar load / store.
+template <class Conv>
+struct TileIO16 : Conv {
   using T = uint16_t;
+  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
+    Conv::unpack1(r.x, v[0], v[1]);
+    Conv::unpack1(r.y, v[2], v[3]);
+    Conv::unpack1(r.z, v[4], v[5]);
+    Conv::unpack1(r.w, v[6], v[7]);
+  }
+  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
+    return make_uint4(Conv::pack2(v[0], v[1]), Conv::pack2(v[2], v[3]), Conv::pack2(v[4], v[5]),
+                      Conv::pack2(v[6], v[7]));
+  }
+};
+
+struct Bf16Conv {
   __device__ __forceinline__ static void unpack1(uint32_t w, float& lo, float& hi) {
     lo = kmath::bitsFloat(w << 16);
     hi = kmath::bitsFloat(w & 0xffff0000u);
   }
-  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
-    unpack1(r.x, v[0], v[1]);
-    unpack1(r.y, v[2], v[3]);
-    unpack1(r.z, v[4], v[5]);
-    unpack1(r.w, v[6], v[7]);
-  }
-  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
-    return make_uint4(f32x2ToBf16x2(v[0], v[1]), f32x2ToBf16x2(v[2], v[3]),
-                      f32x2ToBf16x2(v[4], v[5]), f32x2ToBf16x2(v[6], v[7]));
+  __device__ __forceinline__ static uint32_t pack2(float lo, float hi) {
+    return f32x2ToBf16x2(lo, hi);
   }
   __device__ __forceinline__ static float load(uint16_t x) { return bf16BitsToF32(x); }
   __device__ __forceinline__ static uint16_t store(float v) { return f32ToBf16(v); }
 };
 
-template <>
-struct TileIO<Fp16Tag> {
-  using T = uint16_t;
+struct Fp16Conv {
   __device__ __forceinline__ static void unpack1(uint32_t w, float& lo, float& hi) {
     lo = fp16BitsToF32(static_cast<uint16_t>(w));
     hi = fp16BitsToF32(static_cast<uint16_t>(w >> 16));
   }
-  __device__ __forceinline__ static void unpack(const uint4& r, float (&v)[8]) {
-    unpack1(r.x, v[0], v[1]);
-    unpack1(r.y, v[2], v[3]);
-    unpack1(r.z, v[4], v[5]);
-    unpack1(r.w, v[6], v[7]);
-  }
-  __device__ __forceinline__ static uint4 pack(const float (&v)[8]) {
-    return make_uint4(f32x2ToFp16x2(v[0], v[1]), f32x2ToFp16x2(v[2], v[3]),
-                      f32x2ToFp16x2(v[4], v[5]), f32x2ToFp16x2(v[6], v[7]));
+  __device__ __forceinline__ static uint32_t pack2(float lo, float hi) {
+    return f32x2ToFp16x2(lo, hi);
   }
   __device__ __forceinline__ static float load(uint16_t x) { return fp16BitsToF32(x); }
   __device__ __forceinline__ static uint16_t store(float v) { return f32ToFp16(v); }
 };
+
+template <>
+struct TileIO<Bf16Tag> : TileIO16<Bf16Conv> {};
+
+template <>
+struct TileIO<Fp16Tag> : TileIO16<Fp16Conv> {};
 
 // Loads the lane's tile of block elements [base, base + G) of `in` (n valid elements; the rest
 // read as 0). `full`: the whole block is valid and `in` is 16-byte aligned (vector loads).
@@ -216,7 +221,6 @@ __device__ __forceinline__ void forEachTile(size_t nb, int warp, int nwarps, Fn&
   }
 }
 
-
 // ---- staging through shared memory ------------------------------------------------------------
 //
 // The grid-wide kernels give each warp a ring of kStages tile buffers in shared memory, filled
@@ -238,7 +242,9 @@ __device__ __forceinline__ SmemAddr smemAddr(void* p) {
 #else
 #define COCCL_KDEV_CP_ASYNC 0
 using SmemAddr = uint8_t*;
-__device__ __forceinline__ SmemAddr smemAddr(void* p) { return static_cast<uint8_t*>(p); }
+__device__ __forceinline__ SmemAddr smemAddr(void* p) {
+  return static_cast<uint8_t*>(p);
+}
 #endif
 
 __device__ __forceinline__ void stageCopy16(SmemAddr dst, const void* src) {
@@ -365,13 +371,14 @@ struct DecodeStage {
     codes += 16 * lane;
 #pragma unroll
     for (int i = 0; i < (kChunks + 31) / 32; ++i)
-      if (kChunks % 32 == 0 || i * 32 + lane < kChunks)
-        stageCopy16(dst + 512 * i, codes + 512 * i);
+      if (kChunks % 32 == 0 || i * 32 + lane < kChunks) stageCopy16(dst + 512 * i, codes + 512 * i);
   }
   __device__ __forceinline__ static int readOffset(int group, int lig) {
     return group * S::kG + S::runStart(0, lig);
   }
-  __device__ __forceinline__ static int wordOffset(int group) { return kCodeBytes + 4 * group; }
+  __device__ __forceinline__ static int wordOffset(int group) {
+    return kCodeBytes + 4 * group;
+  }
   // The lane's codes (at a = buffer + readOffset) and its block's scale word (at aw).
   __device__ __forceinline__ static uint32_t read(SmemAddr a, SmemAddr aw,
                                                   uint32_t (&q)[S::kE1][S::kW]) {

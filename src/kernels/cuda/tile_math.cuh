@@ -218,6 +218,31 @@ __device__ __forceinline__ float groupMaxAbsFinite(const float (&x)[S::kE1][S::k
   return kmath::bitsFloat(groupMaxBits<S::kL>(static_cast<uint32_t>(m)));
 }
 
+// The RAW codes of a block's elements x, four bytes to a word (the low byte of each code): NaN
+// becomes `nan`, +-Inf `posInf` / `negInf`, a finite value xv (bits u) finite(xv, u). The int8
+// and fp8_ash_ds tiles differ only in the codes and in `finite`.
+template <int E1, int E0, int W, class Finite>
+__device__ __forceinline__ void rawCodesOf(const float (&x)[E1][E0], uint32_t nan, uint32_t posInf,
+                                           uint32_t negInf, Finite finite, uint32_t (&q)[E1][W]) {
+#pragma unroll
+  for (int j = 0; j < E1; ++j) {
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      uint32_t c[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float xv = x[j][4 * w + i];
+        const uint32_t u = kmath::floatBits(xv);
+        const uint32_t a = u & 0x7fffffffu;
+        c[i] = a > 0x7f800000u    ? nan
+               : a == 0x7f800000u ? ((u >> 31) ? negInf : posInf)
+                                  : finite(xv, u);
+      }
+      q[j][w] = packBytes4(c[0], c[1], c[2], c[3]);
+    }
+  }
+}
+
 // ---- scale math ---------------------------------------------------------------------------
 
 // kmath::adaptiveAlpha<G>, with energy / G computed as energy * (1/G): for G a power of two

@@ -115,6 +115,13 @@ struct NcclTransport::Impl {
   void live(const char* what) const {
     COCCL_CHECK_USAGE(!aborted.load() && comm, "NCCL transport: %s after abort", what);
   }
+  // One NCCL call `fn` (named `name`) on the live communicator, held against abort.
+  template <class Fn>
+  void call(const char* name, Fn fn) {
+    Hold hold(*this);
+    live(name);
+    check(fn(), name);
+  }
 };
 
 NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
@@ -209,64 +216,54 @@ void NcclTransport::group(const std::function<void()>& post) {
 
 void NcclTransport::send(const void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("send");
-  m.check(m.api.send(buf, bytes, ncclUint8, peer, m.comm, s), "ncclSend");
+  m.call("ncclSend", [&] { return m.api.send(buf, bytes, ncclUint8, peer, m.comm, s); });
 }
 
 void NcclTransport::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("recv");
-  m.check(m.api.recv(buf, bytes, ncclUint8, peer, m.comm, s), "ncclRecv");
+  m.call("ncclRecv", [&] { return m.api.recv(buf, bytes, ncclUint8, peer, m.comm, s); });
 }
+
+namespace {
+ncclDataType_t nt(cocclDataType_t dt) {
+  return static_cast<ncclDataType_t>(dt);
+}
+ncclRedOp_t nop(cocclRedOp_t op) {
+  return static_cast<ncclRedOp_t>(op);
+}
+}  // namespace
 
 void NcclTransport::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                               cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("AllReduce");
-  m.check(m.api.allReduce(in, out, count, static_cast<ncclDataType_t>(dt),
-                          static_cast<ncclRedOp_t>(op), m.comm, s),
-          "ncclAllReduce");
+  m.call("ncclAllReduce",
+         [&] { return m.api.allReduce(in, out, count, nt(dt), nop(op), m.comm, s); });
 }
 
 void NcclTransport::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
                                   cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("ReduceScatter");
-  m.check(m.api.reduceScatter(in, out, recvcount, static_cast<ncclDataType_t>(dt),
-                              static_cast<ncclRedOp_t>(op), m.comm, s),
-          "ncclReduceScatter");
+  m.call("ncclReduceScatter",
+         [&] { return m.api.reduceScatter(in, out, recvcount, nt(dt), nop(op), m.comm, s); });
 }
 
 void NcclTransport::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
                               cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("AllGather");
-  m.check(m.api.allGather(in, out, sendcount, static_cast<ncclDataType_t>(dt), m.comm, s),
-          "ncclAllGather");
+  m.call("ncclAllGather", [&] { return m.api.allGather(in, out, sendcount, nt(dt), m.comm, s); });
 }
 
 void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
                               cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("Broadcast");
-  m.check(m.api.broadcast(in, out, count, static_cast<ncclDataType_t>(dt), root, m.comm, s),
-          "ncclBroadcast");
+  m.call("ncclBroadcast", [&] { return m.api.broadcast(in, out, count, nt(dt), root, m.comm, s); });
 }
 
 void NcclTransport::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                            cocclRedOp_t op, int root, cocclStream_t s) {
   Impl& m = *impl_;
-  Impl::Hold hold(m);
-  m.live("Reduce");
-  m.check(m.api.reduce(in, out, count, static_cast<ncclDataType_t>(dt),
-                       static_cast<ncclRedOp_t>(op), root, m.comm, s),
-          "ncclReduce");
+  m.call("ncclReduce",
+         [&] { return m.api.reduce(in, out, count, nt(dt), nop(op), root, m.comm, s); });
 }
 
 cocclResult_t NcclTransport::asyncError() const {
