@@ -3,6 +3,7 @@
 // abort / revoke, queries and the asynchronous error state.
 #include <sched.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,16 @@
 #include "shim.h"
 
 namespace shim {
+
+namespace {
+// The shim forwards every uncompressed operation to its own real NCCL communicator, so coccl's
+// device path needs no second NCCL communicator for them (COCCL_DEVICE_EXACT, README): coccl's
+// kernels stay the fallback. Set at load, before coccl reads its environment; a value the
+// user set wins.
+__attribute__((constructor)) void preferCocclExactKernels() {
+  setenv("COCCL_DEVICE_EXACT", "coccl", 0);
+}
+}  // namespace
 
 // ---- configs ---------------------------------------------------------------------------------
 namespace {

@@ -34,11 +34,17 @@ const EnvEntry kEnvTable[] = {
     {"COCCL_DEVICE_STAGING_BYTES", "67108864",
      "device path: bytes of peer-visible staging (CUDA IPC) per rank and communicator; a "
      "collective moves at most about half of it per rank per round (must be equal on all ranks)"},
-    {"COCCL_DEVICE_BLOCKS", "32",
-     "device path: thread blocks per collective kernel, 1..128 (must be equal on all ranks)"},
+    {"COCCL_DEVICE_BLOCKS", "0",
+     "device path over CUDA IPC: most thread blocks (channels) of a collective kernel, 1..128, "
+     "or 0 (auto: 128 when no two ranks share a GPU, else 32); a call uses about one per 256 KiB "
+     "of message, at least 16 (must be equal on all ranks)"},
     {"COCCL_DEVICE_TRANSPORT", "auto",
      "device path: cuda_ipc (ranks of one host), nccl (the real NCCL's send/recv, any GPUs and "
      "hosts) or auto (cuda_ipc, else nccl when every rank has a GPU); equal on all ranks"},
+    {"COCCL_DEVICE_EXACT", "auto",
+     "device path over CUDA IPC: who runs the uncompressed collectives and send/recv: coccl "
+     "(its own kernels), nccl (the real NCCL), or auto (nccl when every rank has its own GPU "
+     "and NCCL loads: faster over NVLink; else coccl); equal on all ranks"},
 };
 const int kEnvTableSize = static_cast<int>(sizeof(kEnvTable) / sizeof(kEnvTable[0]));
 
@@ -117,11 +123,17 @@ void readAll() {
                g_env.deviceTransport.c_str());
     g_env.deviceTransport = "auto";
   }
-  g_env.deviceBlocks = getInt("COCCL_DEVICE_BLOCKS", 32);
-  if (g_env.deviceBlocks < 1 || g_env.deviceBlocks > 128) {
-    COCCL_WARN("COCCL_DEVICE_BLOCKS=%lld is outside 1..128; using 32",
+  g_env.deviceExact = getStr("COCCL_DEVICE_EXACT", "auto");
+  if (g_env.deviceExact != "auto" && g_env.deviceExact != "coccl" && g_env.deviceExact != "nccl") {
+    COCCL_WARN("COCCL_DEVICE_EXACT=%s is not auto, coccl or nccl; using auto",
+               g_env.deviceExact.c_str());
+    g_env.deviceExact = "auto";
+  }
+  g_env.deviceBlocks = getInt("COCCL_DEVICE_BLOCKS", 0);
+  if (g_env.deviceBlocks < 0 || g_env.deviceBlocks > 128) {
+    COCCL_WARN("COCCL_DEVICE_BLOCKS=%lld is outside 0..128; using 0 (auto)",
                static_cast<long long>(g_env.deviceBlocks));
-    g_env.deviceBlocks = 32;
+    g_env.deviceBlocks = 0;
   }
 }
 

@@ -35,8 +35,9 @@ struct Env {
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
-  int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS
+  int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS (0: auto)
   std::string deviceTransport;  // COCCL_DEVICE_TRANSPORT (auto | cuda_ipc | nccl)
+  std::string deviceExact;      // COCCL_DEVICE_EXACT (auto | coccl | nccl)
 };
 
 // The process-wide values (read at first call).

@@ -100,6 +100,9 @@ DResult runAndCompare(const Rank& r, const DCase& c, cudaStream_t s) {
   cocclResult_t async = cocclSuccess;
   EXPECT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
   EXPECT_EQ(async, cocclSuccess) << "device " << describe(c);
+  cocclCollStats_t st{};
+  EXPECT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
+  res.deviceAlgorithm = st.algorithm ? st.algorithm : "";
   cocclResult_t rh = call(c, hS, hR, r.comm, nullptr);
   EXPECT_EQ(rh, cocclSuccess) << "host " << describe(c) << ": " << cocclGetLastError(r.comm);
 

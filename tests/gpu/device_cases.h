@@ -31,6 +31,7 @@ struct DResult {
   std::vector<uint8_t> device;  // the rank's receive buffer after the device call
   std::vector<uint8_t> host;    // the same after the host-path call
   size_t outOffset = 0, outBytes = 0;  // where the call's output lies in them
+  std::string deviceAlgorithm;  // cocclCommGetLastCollStats' algorithm after the device call
 };
 
 // Runs c on device buffers (stream s) and host buffers; checks API results, guard zones and

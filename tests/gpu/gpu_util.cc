@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -18,22 +19,24 @@
 
 namespace coccl::test {
 
-bool gpuAvailable() {
+int gpuCount() {
   static int cached = -1;
-  if (cached >= 0) return cached == 1;
+  if (cached >= 0) return cached;
   if (access("/dev/nvidiactl", F_OK) != 0 && access("/dev/nvidia0", F_OK) != 0) {
     cached = 0;
-    return false;
+    return 0;
   }
   pid_t pid = fork();
   if (pid == 0) {
     int n = 0;
-    _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 1);
+    _exit(cudaGetDeviceCount(&n) == cudaSuccess ? std::min(n, 100) : 0);
   }
   int st = 0;
-  cached = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-  return cached == 1;
+  cached = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+  return cached;
 }
+
+bool gpuAvailable() { return gpuCount() > 0; }
 
 void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOptions& opts) {
   RunOptions ro;
@@ -47,8 +50,9 @@ void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOpti
         if (opts.ncclHostIdPerRank)
           setenv("NCCL_HOSTID", ("coccl-test-" + std::to_string(getppid()) + "-rank" +
                                  std::to_string(r)).c_str(), 1);
-        if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
-          std::fprintf(stderr, "rank %d: cannot use CUDA device 0\n", r);
+        const int dev = opts.gpuPerRank ? r % std::max(gpuCount(), 1) : 0;
+        if (cudaSetDevice(dev) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+          std::fprintf(stderr, "rank %d: cannot use CUDA device %d\n", r, dev);
           _exit(2);
         }
       },

@@ -20,6 +20,8 @@ namespace coccl::test {
 // True when a CUDA device is usable. Decided in a short-lived child process, so the test
 // process itself stays free of CUDA (it forks the ranks afterwards). Cached.
 bool gpuAvailable();
+// CUDA devices visible (0 when none), decided the same way. Cached.
+int gpuCount();
 
 #define COCCL_REQUIRE_GPU()                                                       \
   do {                                                                            \
@@ -42,9 +44,12 @@ struct GpuRunOptions {
   // Gives every rank its own NCCL_HOSTID, so that the real NCCL (the NCCL transport) accepts
   // several ranks on one GPU.
   bool ncclHostIdPerRank = false;
+  // Rank r uses device r % gpuCount() instead of device 0 (ranks on their own GPUs).
+  bool gpuPerRank = false;
 };
 
-// Runs body(rank) on n forked processes; each child calls cudaSetDevice(0), then
+// Runs body(rank) on n forked processes; each child calls cudaSetDevice(0) (or its own
+// device, gpuPerRank), then
 // cocclCommInitRankConfig, the body, cocclCommDestroy. Failures are gtest failures (a child
 // exits 1 on failure; the parent reports which rank failed or hung).
 void runGpuRanks(int n, const std::function<void(Rank&)>& body,

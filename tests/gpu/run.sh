@@ -8,6 +8,7 @@
 # Steps (STEPS, default "build test sanitize perf"; perf_nccl on request):
 #   build     configure with CUDA (extra cmake arguments from $CMAKE_ARGS) and build
 #   test      ctest -L gpu: tests/gpu (device collectives) and tests/gpu/codec (codec kernels)
+#             (with 2+ GPUs also DeviceMultiGpu: each rank on its own GPU; skipped on one)
 #   each      every test of test_device_collectives on its own (timeout EACH_TIMEOUT s, default
 #             150), one log per test under $OUT/each: a hang costs one test, not the run
 #   sanitize  compute-sanitizer memcheck and racecheck on a small 2-rank case of every collective

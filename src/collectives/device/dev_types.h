@@ -27,6 +27,16 @@ namespace dev {
 constexpr int kMaxRanks = 32;       // ranks of one node on the device path
 constexpr int kMaxBlocks = 128;     // COCCL_DEVICE_BLOCKS upper bound
 constexpr int kThreads = 256;       // threads per block of every collective kernel
+// Blocks of one collective call: about one per kCallBlockBytes of message, at least
+// kMinCallBlocks, at most the communicator's. Measured on 2 H200s over NVLink (perf/RESULTS.md,
+// "Blocks per call"): 32 blocks win at 4 MiB, 64 at 16 MiB, 128 from 64 MiB.
+constexpr uint64_t kCallBlockBytes = 256 << 10;
+constexpr int kMinCallBlocks = 16;
+// COCCL_DEVICE_BLOCKS=0 (auto): the communicator's blocks when no two ranks share a GPU, and
+// when some do (their kernels then share the SMs; a block must never wait for a block that
+// cannot become resident).
+constexpr int kAutoBlocksOwnGpu = 128;
+constexpr int kAutoBlocksSharedGpu = 32;
 constexpr uint64_t kPoison = ~uint64_t{0};  // flag value of a failed / aborted rank
 constexpr uint64_t kSlotAlign = 256;
 
@@ -95,7 +105,8 @@ struct Ctx {
 enum class Coll : int32_t { AllReduce = 0, ReduceScatter = 1, Reduce = 2, AllGather = 3, Broadcast = 4 };
 
 // Messages are cut into rounds; round k of a shard covers elements [k*R, (k+1)*R) of it with
-// R = nblocks * partCap, and that piece is split over the blocks in whole `unit`s (balanced), so
+// R = nblocks * partCap (nblocks of the call: a collective uses the first nblocks channels,
+// fewer for small messages; channels keep their own round numbers, so calls may differ), and that piece is split over the blocks in whole `unit`s (balanced), so
 // every part fits one sub-slot. Every rank runs `rounds` rounds with every peer.
 struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
   int32_t coll;
@@ -112,7 +123,7 @@ struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
   float scale;      // 1 or 1/p (AVG, compressed)
   int32_t avgDiv;   // p (AVG, exact)
   int32_t esize;    // bytes per element
-  int32_t pad;
+  int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
   CodecDesc codec;
 };
 
@@ -128,6 +139,8 @@ struct GatherArgs {  // AllGather, Broadcast
   uint64_t partCap;
   uint32_t rounds;
   int32_t esize;    // bytes per element (exact: 1, counts are bytes)
+  int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
+  int32_t pad;
   CodecDesc codec;
 };
 
@@ -142,7 +155,9 @@ struct P2PMsg {
 
 struct P2PArgs {
   int32_t nmsgs;
+  int32_t nblocks;  // always Ctx::nblocks: the two ends of a message see different groups
   uint32_t maxRounds;
+  uint32_t pad;
   uint64_t roundBytes;           // bytes of one round (nblocks * partCap)
   uint64_t partCap;              // bytes of one part (<= sub-slot)
   uint32_t peerRounds[kMaxRanks];  // rounds with each peer: max(send rounds, recv rounds)

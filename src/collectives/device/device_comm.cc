@@ -68,6 +68,20 @@ namespace {
 
 constexpr int kEvents = 8;  // streams a group of send/recv may span
 
+// A 64-bit hash of the UUID of CUDA device `dev` (0 when none or unknown): ranks whose hashes
+// are equal share one GPU, whatever their device ordinals (CUDA_VISIBLE_DEVICES may differ).
+uint64_t gpuIdentity(int dev) {
+  if (dev < 0) return 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char b : prop.uuid.bytes) h = (h ^ static_cast<uint8_t>(b)) * 0x100000001b3ull;
+  return h == 0 ? 1 : h;
+}
+
 }  // namespace
 
 struct DeviceComm::Impl {
@@ -78,6 +92,9 @@ struct DeviceComm::Impl {
   dev::Layout lay;
   std::unique_ptr<CudaIpcRegion> region;
   std::unique_ptr<NcclDevicePath> nccl;  // the device path over NCCL instead of CUDA IPC
+  // Beside CUDA IPC: the real NCCL for the uncompressed collectives and send/recv
+  // (COCCL_DEVICE_EXACT).
+  std::unique_ptr<NcclDevicePath> ncclExact;
   dev::HostState* host = nullptr;     // host view of the mapped state
   dev::HostState* hostDev = nullptr;  // its device view
   dev::Ctx* ctx = nullptr;            // device memory
@@ -178,29 +195,40 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   Impl& m = *d->impl_;
   const Env& e = env();
   const int p = c.nranks();
-  m.nblocks = static_cast<int>(e.deviceBlocks);
   int dev = c.config().cudaDevice;  // recorded by cocclCommInitRank on the caller's thread
   if (p > dev::kMaxRanks) dev = -1;  // every rank sees the same p: all agree
-  m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(e.deviceStagingBytes));
-  std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
-                                 static_cast<uint64_t>(dev::kThreads)};
   // COCCL_DEVICE_TRANSPORT: cuda_ipc, nccl, or auto (CUDA IPC, else NCCL when every rank has
   // a device: ranks on several hosts). Every rank reads the same value (documented), and every
   // decision below is taken from values all ranks share.
   const std::string& tp = e.deviceTransport;
   const int32_t tpCode = tp == "nccl" ? 2 : tp == "cuda_ipc" ? 1 : 0;
-  std::vector<int32_t> devs(2 * static_cast<size_t>(p));  // (device, transport) per rank
-  devs[2 * static_cast<size_t>(c.rank())] = c.config().cudaDevice;
-  devs[2 * static_cast<size_t>(c.rank()) + 1] = tpCode;
-  c.bootstrap().allGather(devs.data(), 2 * sizeof(int32_t));
-  bool allDevices = true, sameTransport = true;
+  const int32_t exCode = e.deviceExact == "nccl" ? 2 : e.deviceExact == "coccl" ? 1 : 0;
+  struct RankDev {
+    int32_t device;     // ordinal, -1 none
+    int32_t transport;  // tpCode + 4 * exCode
+    uint64_t gpu;       // hash of the GPU's UUID (0 none): equal = one GPU shared
+  };
+  std::vector<RankDev> devs(static_cast<size_t>(p));
+  devs[static_cast<size_t>(c.rank())] =
+      RankDev{c.config().cudaDevice, tpCode + 4 * exCode, gpuIdentity(c.config().cudaDevice)};
+  c.bootstrap().allGather(devs.data(), sizeof(RankDev));
+  bool allDevices = true, sameTransport = true, sharedGpu = false;
   for (int r = 0; r < p; ++r) {
-    allDevices = allDevices && devs[2 * static_cast<size_t>(r)] >= 0;
-    sameTransport = sameTransport && devs[2 * static_cast<size_t>(r) + 1] == tpCode;
+    const RankDev& x = devs[static_cast<size_t>(r)];
+    allDevices = allDevices && x.device >= 0;
+    sameTransport = sameTransport && x.transport == tpCode + 4 * exCode;
+    for (int q = 0; q < r; ++q)
+      sharedGpu = sharedGpu || (x.gpu != 0 && devs[static_cast<size_t>(q)].gpu == x.gpu);
   }
+  m.nblocks = e.deviceBlocks > 0 ? static_cast<int>(e.deviceBlocks)
+              : sharedGpu        ? dev::kAutoBlocksSharedGpu
+                                 : dev::kAutoBlocksOwnGpu;
+  m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(e.deviceStagingBytes));
+  std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
+                                 static_cast<uint64_t>(dev::kThreads)};
   m.device = c.config().cudaDevice;
   if (!sameTransport) {  // every rank sees the same table: all stop here
-    m.reason = "COCCL_DEVICE_TRANSPORT differs across ranks";
+    m.reason = "COCCL_DEVICE_TRANSPORT or COCCL_DEVICE_EXACT differs across ranks";
     return d;
   }
   auto tryNccl = [&](const std::string& before) {
@@ -259,6 +287,23 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
              "%llu-byte region",
              dev, m.nblocks, dev::kThreads, static_cast<unsigned long long>(m.lay.sub),
              static_cast<unsigned long long>(m.lay.total));
+  // The uncompressed operations over the real NCCL: asked for, or (auto) when every rank has its
+  // own GPU (NCCL refuses two ranks on one GPU; over NVLink its collectives beat coccl's exact
+  // kernels, perf/RESULTS.md). NcclDevicePath agrees across ranks: usable everywhere or nowhere.
+  if (p > 1 && (exCode == 2 || (exCode == 0 && !sharedGpu && allDevices))) {
+    m.ncclExact = std::make_unique<NcclDevicePath>(c, dev);
+    if (!m.ncclExact->usable()) {
+      if (exCode == 2)
+        COCCL_WARN("COCCL_DEVICE_EXACT=nccl: %s; coccl's kernels run the uncompressed "
+                   "operations", m.ncclExact->reason().c_str());
+      else
+        COCCL_INFO(kLogInit, "uncompressed device operations on coccl's kernels (%s)",
+                   m.ncclExact->reason().c_str());
+      m.ncclExact.reset();
+    } else {
+      COCCL_INFO(kLogInit, "uncompressed device operations over NCCL");
+    }
+  }
   return d;
 }
 
@@ -268,6 +313,10 @@ int DeviceComm::device() const { return usable() ? impl_->device : -1; }
 
 cocclResult_t DeviceComm::asyncError() const {
   if (impl_->nccl) return impl_->nccl->asyncError();
+  if (impl_->ncclExact) {
+    const cocclResult_t r = impl_->ncclExact->asyncError();
+    if (r != cocclSuccess) return r;
+  }
   if (!impl_->host) return cocclSuccess;
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&impl_->host->error);
   switch (e) {
@@ -287,6 +336,7 @@ void DeviceComm::abort() {
   }
   if (!m.host || m.aborted) return;
   m.aborted = true;
+  if (m.ncclExact) m.ncclExact->abort();
   m.host->abort = 1u;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Release peers that wait on this rank even when no kernel of ours is running.
@@ -306,6 +356,7 @@ void DeviceComm::quiesce() {
     if (!m.aborted) m.nccl->quiesce();
     return;
   }
+  if (m.ncclExact && !m.aborted) m.ncclExact->quiesce();
   if (!m.region || !m.used) return;
   DeviceGuard g(m.device);
   COCCL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -370,6 +421,8 @@ void DeviceComm::allReduce(const void* in, void* out, size_t count, cocclDataTyp
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
+  if (!codec && m.ncclExact)
+    return m.ncclExact->allReduce(in, out, count, dt, op, nullptr, stream, stats);
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::AllReduce, in, out, count,
                                                static_cast<int>(es), dt, op, 0,
@@ -383,8 +436,8 @@ void DeviceComm::allReduce(const void* in, void* out, size_t count, cocclDataTyp
   setStats(stats, count * es, wire, codec, "two-shot");
   DeviceGuard g(m.device);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  m.launched(codec ? launchReduceCodec(m.ctx, a, m.nblocks, s)
-                   : dev::launchReduceExact(m.ctx, a, m.nblocks, s),
+  m.launched(codec ? launchReduceCodec(m.ctx, a, a.nblocks, s)
+                   : dev::launchReduceExact(m.ctx, a, a.nblocks, s),
              "AllReduce");
 }
 
@@ -396,6 +449,8 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
+  if (!codec && m.ncclExact)
+    return m.ncclExact->reduceScatter(in, out, recvcount, dt, op, nullptr, stream, stats);
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::ReduceScatter, in, out, recvcount,
                                                static_cast<int>(es), dt, op, 0,
@@ -405,8 +460,8 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
            "two-shot");
   DeviceGuard g(m.device);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  m.launched(codec ? launchReduceCodec(m.ctx, a, m.nblocks, s)
-                   : dev::launchReduceExact(m.ctx, a, m.nblocks, s),
+  m.launched(codec ? launchReduceCodec(m.ctx, a, a.nblocks, s)
+                   : dev::launchReduceExact(m.ctx, a, a.nblocks, s),
              "ReduceScatter");
 }
 
@@ -414,13 +469,14 @@ void DeviceComm::reduce(const void* in, void* out, size_t count, cocclDataType_t
                         cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
   if (m.nccl) return m.nccl->reduce(in, out, count, dt, op, root, stream, stats);
+  if (m.ncclExact) return m.ncclExact->reduce(in, out, count, dt, op, root, stream, stats);
   const int me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::Reduce, in, out, count,
                                                static_cast<int>(es), dt, op, root, nullptr);
   setStats(stats, count * es, me == root ? 0 : count * es, nullptr, "direct");
   DeviceGuard g(m.device);
-  m.launched(dev::launchReduceExact(m.ctx, a, m.nblocks, reinterpret_cast<cudaStream_t>(stream)),
+  m.launched(dev::launchReduceExact(m.ctx, a, a.nblocks, reinterpret_cast<cudaStream_t>(stream)),
              "Reduce");
 }
 
@@ -431,6 +487,8 @@ void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDat
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
+  if (!codec && m.ncclExact)
+    return m.ncclExact->allGather(in, out, sendcount, dt, nullptr, stream, stats);
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
   const dev::GatherArgs a = m.planner().gather(dev::Coll::AllGather, in, out, sendcount,
                                                static_cast<int>(es), dt, 0,
@@ -440,8 +498,8 @@ void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDat
            "direct");
   DeviceGuard g(m.device);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  m.launched(codec ? launchGatherCodec(m.ctx, a, m.nblocks, s)
-                   : dev::launchGatherExact(m.ctx, a, m.nblocks, s),
+  m.launched(codec ? launchGatherCodec(m.ctx, a, a.nblocks, s)
+                   : dev::launchGatherExact(m.ctx, a, a.nblocks, s),
              "AllGather");
 }
 
@@ -449,6 +507,7 @@ void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataTyp
                            cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
   if (m.nccl) return m.nccl->broadcast(in, out, count, dt, root, stream, stats);
+  if (m.ncclExact) return m.ncclExact->broadcast(in, out, count, dt, root, stream, stats);
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t bytes = count * dtypeSize(dt);
   const dev::GatherArgs a =
@@ -456,13 +515,14 @@ void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataTyp
                          static_cast<int>(dtypeSize(dt)), dt, root, nullptr);
   setStats(stats, bytes, me == root ? bytes * static_cast<size_t>(p - 1) : 0, nullptr, "direct");
   DeviceGuard g(m.device);
-  m.launched(dev::launchGatherExact(m.ctx, a, m.nblocks, reinterpret_cast<cudaStream_t>(stream)),
+  m.launched(dev::launchGatherExact(m.ctx, a, a.nblocks, reinterpret_cast<cudaStream_t>(stream)),
              "Broadcast");
 }
 
 void DeviceComm::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
   Impl& m = *impl_;
   if (m.nccl) return m.nccl->pointToPoint(ops, stats);
+  if (m.ncclExact) return m.ncclExact->pointToPoint(ops, stats);
   COCCL_CHECK_USAGE(ops.size() <= static_cast<size_t>(dev::kMaxP2P),
                     "a group holds %zu device sends/receives on one communicator (at most %d)",
                     ops.size(), dev::kMaxP2P);
@@ -487,7 +547,7 @@ void DeviceComm::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
     COCCL_CUDA_CHECK(cudaEventRecord(m.joinIn[i], streams[i]));
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(s0, m.joinIn[i], 0));
   }
-  m.launched(dev::launchP2P(m.ctx, a, m.nblocks, s0), "Send/Recv");
+  m.launched(dev::launchP2P(m.ctx, a, a.nblocks, s0), "Send/Recv");
   if (streams.size() > 1) {
     COCCL_CUDA_CHECK(cudaEventRecord(m.joinOut, s0));
     for (size_t i = 1; i < streams.size(); ++i)

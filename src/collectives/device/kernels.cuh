@@ -85,7 +85,7 @@ struct ExactMode {
 
 template <class M>
 __device__ bool reduceRounds(Chan& ch, const ReduceArgs& a, const uint8_t** ins) {
-  const int p = ch.c.nranks, me = ch.c.rank, nb = ch.c.nblocks;
+  const int p = ch.c.nranks, me = ch.c.rank, nb = a.nblocks;
   const Coll coll = static_cast<Coll>(a.coll);
   const bool ar = coll == Coll::AllReduce, red = coll == Coll::Reduce;
   const uint64_t es = static_cast<uint64_t>(a.esize);
@@ -156,7 +156,7 @@ __device__ void reduceKernelBody(const Ctx* g, const ReduceArgs& a) {
 
 template <class M>
 __device__ bool gatherRounds(Chan& ch, const GatherArgs& a) {
-  const int p = ch.c.nranks, me = ch.c.rank, nb = ch.c.nblocks;
+  const int p = ch.c.nranks, me = ch.c.rank, nb = a.nblocks;
   const bool bc = static_cast<Coll>(a.coll) == Coll::Broadcast;
   const uint64_t es = static_cast<uint64_t>(a.esize);
   const char* in = static_cast<const char*>(a.in);
@@ -225,7 +225,7 @@ __device__ __forceinline__ Chunk chunkOf(const P2PArgs& a, int peer, bool send, 
 }
 
 __device__ __forceinline__ bool p2pRounds(Chan& ch, const P2PArgs& a) {
-  const int p = ch.c.nranks, me = ch.c.rank, nb = ch.c.nblocks;
+  const int p = ch.c.nranks, me = ch.c.rank, nb = a.nblocks;
   const Layout& L = ch.c.lay;
   // Messages to self: the k-th send to self goes to the k-th receive from self.
   {

@@ -18,9 +18,19 @@ namespace dev {
 
 struct Planner {
   Layout lay;
-  int nblocks = 0;
+  int nblocks = 0;  // the communicator's blocks (channels)
   int nranks = 0;
   int rank = 0;
+  uint64_t blockBytes = kCallBlockBytes;  // message bytes per block of a call (tests lower it)
+  int minBlocks = kMinCallBlocks;
+
+  // Blocks of a collective whose message (the larger of input and output, in bytes) is
+  // `bytes`; the same on every rank (every rank passes the same counts).
+  int callBlocks(uint64_t bytes) const {
+    const uint64_t want = ceilDiv(std::max<uint64_t>(bytes, 1), blockBytes);
+    const uint64_t lo = static_cast<uint64_t>(std::min(minBlocks, nblocks));
+    return static_cast<int>(std::min<uint64_t>(std::max(want, lo), static_cast<uint64_t>(nblocks)));
+  }
 
   static uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
   // Elements of an `es`-byte type per part on the exact path (a multiple of `unit`).
@@ -32,8 +42,8 @@ struct Planner {
     const uint64_t g = static_cast<uint64_t>(d.block);
     return std::max<uint64_t>(lay.sub / (g + 4) * g, g);
   }
-  uint32_t rounds(uint64_t n, uint64_t partCap) const {
-    return static_cast<uint32_t>(ceilDiv(n, static_cast<uint64_t>(nblocks) * partCap));
+  static uint32_t rounds(uint64_t n, int nb, uint64_t partCap) {
+    return static_cast<uint32_t>(ceilDiv(n, static_cast<uint64_t>(nb) * partCap));
   }
 
   // AllReduce (two-shot; shards balanced in whole units as the host's balancedShards),
@@ -68,7 +78,10 @@ struct Planner {
       for (const auto& s : balancedShards(count, nranks, a.unit))
         longest = std::max<uint64_t>(longest, s.count);
     }
-    a.rounds = rounds(longest, a.partCap);
+    const uint64_t msg = static_cast<uint64_t>(count) * static_cast<uint64_t>(esize) *
+                         (coll == Coll::ReduceScatter ? static_cast<uint64_t>(nranks) : 1);
+    a.nblocks = callBlocks(msg);
+    a.rounds = rounds(longest, a.nblocks, a.partCap);
     return a;
   }
 
@@ -95,7 +108,10 @@ struct Planner {
       a.unit = 16;
       a.partCap = exactPartCap(1, 16);
     }
-    a.rounds = rounds(a.count, a.partCap);
+    const uint64_t shardBytes = static_cast<uint64_t>(count) * static_cast<uint64_t>(esize);
+    a.nblocks = callBlocks(coll == Coll::AllGather ? shardBytes * static_cast<uint64_t>(nranks)
+                                                   : shardBytes);
+    a.rounds = rounds(a.count, a.nblocks, a.partCap);
     return a;
   }
 
@@ -104,6 +120,7 @@ struct Planner {
   bool p2p(const std::vector<P2PMsg>& msgs, P2PArgs* out) const {
     P2PArgs& a = *out;
     a = P2PArgs{};
+    a.nblocks = nblocks;
     a.partCap = exactPartCap(1, 16);
     a.roundBytes = a.partCap * static_cast<uint64_t>(nblocks);
     std::vector<uint64_t> sendR(static_cast<size_t>(nranks), 0), recvR(static_cast<size_t>(nranks), 0);

@@ -54,10 +54,13 @@ class EmuDevice {
     cv_.notify_all();
     for (auto& t : workers_) t.join();
   }
-  // Runs body() as every block of a grid of nb blocks; returns the first emulation error.
-  std::string launch(const std::function<void()>& body) {
+  // Runs body() as every block of a grid of `blocks` (<= nb) blocks; returns the first
+  // emulation error.
+  std::string launch(const std::function<void()>& body, int blocks) {
+    if (blocks < 1 || blocks > nb_) return "launch of " + std::to_string(blocks) + " blocks";
     std::unique_lock<std::mutex> l(m_);
     body_ = &body;
+    active_ = blocks;
     done_ = 0;
     error_.clear();
     ++gen_;
@@ -71,22 +74,27 @@ class EmuDevice {
     uint64_t seen = 0;
     for (;;) {
       const std::function<void()>* body;
+      int active;
       {
         std::unique_lock<std::mutex> l(m_);
         cv_.wait(l, [&] { return gen_ != seen; });
         seen = gen_;
         if (stop_) return;
         body = body_;
+        active = active_;
       }
       std::string err;
-      const bool ok = block_emu::runBlock(static_cast<unsigned>(b), static_cast<unsigned>(nb_),
-                                          kLanes, *body, &err);
+      bool ok = true;
+      if (b < active)
+        ok = block_emu::runBlock(static_cast<unsigned>(b), static_cast<unsigned>(active), kLanes,
+                                 *body, &err);
       std::lock_guard<std::mutex> l(m_);
       if (!ok && error_.empty()) error_ = err;
       if (++done_ == nb_) doneCv_.notify_all();
     }
   }
   int nb_;
+  int active_ = 0;  // blocks of the running launch (set under m_ before the workers wake)
   std::vector<std::thread> workers_;
   std::mutex m_;
   std::condition_variable cv_, doneCv_;
@@ -99,6 +107,8 @@ class EmuDevice {
 
 struct World {
   int p, nb;
+  uint64_t blockBytes = kCallBlockBytes;  // Planner::blockBytes / minBlocks of the run
+  int minBlocks = kMinCallBlocks;
   Layout lay;
   std::vector<std::unique_ptr<uint64_t[]>> mem;  // regions (8-byte aligned, zeroed)
   std::vector<HostState> host;
@@ -129,6 +139,8 @@ struct World {
     pl.nblocks = nb;
     pl.nranks = p;
     pl.rank = r;
+    pl.blockBytes = blockBytes;
+    pl.minBlocks = minBlocks;
     return pl;
   }
 };
@@ -207,14 +219,14 @@ template <class Tag>
 void runCodecReduce(EmuDevice& d, const Ctx* ctx, const ReduceArgs& a, std::string* err) {
   COCCL_DISPATCH_FAMILY(a.codec, COCCL_DISPATCH_G(a.codec, ({
     const std::function<void()> body = [&] { reduceKernelBody<CodecMode<kFam, kG, Tag>>(ctx, a); };
-    *err = d.launch(body);
+    *err = d.launch(body, a.nblocks);
   })));
 }
 template <class Tag>
 void runCodecGather(EmuDevice& d, const Ctx* ctx, const GatherArgs& a, std::string* err) {
   COCCL_DISPATCH_FAMILY(a.codec, COCCL_DISPATCH_G(a.codec, ({
     const std::function<void()> body = [&] { gatherKernelBody<CodecMode<kFam, kG, Tag>>(ctx, a); };
-    *err = d.launch(body);
+    *err = d.launch(body, a.nblocks);
   })));
 }
 template <class F>
@@ -269,7 +281,7 @@ void runOp(const World& w, EmuDevice& d, int r, const Op& o, int idx, Buffers* o
     P2PArgs a;
     ASSERT_TRUE(pl.p2p(msgs, &a));
     const std::function<void()> body = [&] { p2pKernelBody(ctx, a); };
-    *err = d.launch(body);
+    *err = d.launch(body, a.nblocks);
     return;
   }
   const bool rs = o.kind == K::ReduceScatter, ag = o.kind == K::AllGather;
@@ -301,7 +313,7 @@ void runOp(const World& w, EmuDevice& d, int r, const Op& o, int idx, Buffers* o
         byTag(o.dt, [&](auto tag) { runCodecReduce<decltype(tag)>(d, ctx, a, err); });
       } else {
         const std::function<void()> body = [&] { reduceKernelBody<ExactMode>(ctx, a); };
-        *err = d.launch(body);
+        *err = d.launch(body, a.nblocks);
       }
       break;
     }
@@ -313,7 +325,7 @@ void runOp(const World& w, EmuDevice& d, int r, const Op& o, int idx, Buffers* o
         byTag(o.dt, [&](auto tag) { runCodecGather<decltype(tag)>(d, ctx, a, err); });
       } else {
         const std::function<void()> body = [&] { gatherKernelBody<ExactMode>(ctx, a); };
-        *err = d.launch(body);
+        *err = d.launch(body, a.nblocks);
       }
       break;
     }
@@ -489,8 +501,11 @@ std::vector<Op> plan(int p, uint64_t seed, int n, const PlanSpace& sp = PlanSpac
 }
 
 void runWorld(int p, int nb, uint64_t staging, uint64_t seed, int nops,
-              const PlanSpace& sp = PlanSpace()) {
+              const PlanSpace& sp = PlanSpace(), uint64_t blockBytes = kCallBlockBytes,
+              int minBlocks = kMinCallBlocks) {
   World w(p, nb, staging);
+  w.blockBytes = blockBytes;
+  w.minBlocks = minBlocks;
   const std::vector<Op> ops = plan(p, seed, nops, sp);
   if (std::getenv("COCCL_EMU_VERBOSE"))
     for (size_t i = 0; i < ops.size(); ++i)
@@ -585,6 +600,12 @@ TEST(DeviceEmulated, ThreeRanks) { runWorld(3, 2, 24 << 10, 12, 150); }
 TEST(DeviceEmulated, FourRanks) { runWorld(4, 3, 32 << 10, 13, 150); }
 TEST(DeviceEmulated, FourRanksOneBlockManyRounds) { runWorld(4, 1, 8 << 10, 14, 100); }
 TEST(DeviceEmulated, FiveRanksFourBlocks) { runWorld(5, 4, 48 << 10, 15, 100); }
+// Calls of one communicator on different numbers of its channels (small messages on fewer
+// blocks): every channel keeps its own round numbers with every peer.
+TEST(DeviceEmulated, BlocksPerCallVary) {
+  runWorld(3, 4, 32 << 10, 18, 150, PlanSpace(), 1024, 1);
+  runWorld(2, 5, 24 << 10, 19, 100, PlanSpace(), 4096, 2);
+}
 // Reductions and gathers only, with the large codec blocks and counts of several rounds.
 TEST(DeviceEmulated, LargeBlocksManyRounds) {
   PlanSpace sp;
