@@ -159,6 +159,9 @@ typedef struct cocclConfig_v1 {
   int timeoutMs;              /* every wait's timeout in ms (COCCL_TIMEOUT_MS) */
   const char* algorithm;      /* "auto", "two-shot" or "ring" (COCCL_ALGO) for AllReduce,
                                  ReduceScatter and AllGather */
+  const char* deviceExact;    /* "auto", "coccl" or "nccl" (COCCL_DEVICE_EXACT): who runs the
+                                 uncompressed device operations beside CUDA IPC; equal on all
+                                 ranks */
 } cocclConfig_t;
 
 #define COCCL_CONFIG_INITIALIZER                                                             \
@@ -170,7 +173,7 @@ typedef struct cocclConfig_v1 {
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR,              \
         COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, -1LL, -1LL, COCCL_CONFIG_UNDEF_INT,  \
-        COCCL_CONFIG_UNDEF_PTR                                                               \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR                                       \
   }
 
 /* ---------------------------------------------------------------------------------------------

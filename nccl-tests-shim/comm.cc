@@ -13,16 +13,6 @@
 
 namespace shim {
 
-namespace {
-// The shim forwards every uncompressed operation to its own real NCCL communicator, so coccl's
-// device path needs no second NCCL communicator for them (COCCL_DEVICE_EXACT, README): coccl's
-// kernels stay the fallback. Set at load, before coccl reads its environment; a value the
-// user set wins.
-__attribute__((constructor)) void preferCocclExactKernels() {
-  setenv("COCCL_DEVICE_EXACT", "coccl", 0);
-}
-}  // namespace
-
 // ---- configs ---------------------------------------------------------------------------------
 namespace {
 template <class T>
@@ -98,6 +88,10 @@ ncclResult_t initCoccl(ncclComm* c, const cocclUniqueId& id) {
   cfg.codecAllReduce = str(e.codecAllReduce);
   cfg.codecReduceScatter = str(e.codecReduceScatter);
   cfg.codecAllGather = str(e.codecAllGather);
+  // The shim forwards every uncompressed operation to its own real NCCL communicator, so
+  // coccl's device path needs no second one for them (COCCL_DEVICE_EXACT, README): coccl's
+  // kernels stay the fallback, unless the user set the variable.
+  if (!std::getenv("COCCL_DEVICE_EXACT")) cfg.deviceExact = "coccl";
   cfg.compressMinBytes = e.compressMinBytes;
   c->cudaDev = currentDevice();
   ncclResult_t r = fromCoccl(cocclCommInitRankConfig(&c->coccl, c->nranks, id, c->rank, &cfg),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -37,8 +38,12 @@ void parallelRange(size_t count, F&& f) {
     return;
   }
   std::vector<std::thread> ts;
-  for (size_t t = 0; t < nt; ++t)
-    ts.emplace_back([&, t] { f(count * t / nt, count * (t + 1) / nt); });
+  size_t t = 0;
+  try {
+    for (; t < nt; ++t) ts.emplace_back([&, t] { f(count * t / nt, count * (t + 1) / nt); });
+  } catch (const std::system_error&) {  // no more threads: this one does the rest
+  }
+  for (size_t u = t; u < nt; ++u) f(count * u / nt, count * (u + 1) / nt);
   for (auto& th : ts) th.join();
 }
 

@@ -3,7 +3,8 @@
 #   1. builds coccl (CUDA, sm_90) with coccl_perf and the libnccl.so.2 shim, and nccl-tests from
 #      the source tree $NCCL_TESTS_SRC (unmodified, against the system NCCL);
 #   2. coccl_perf all_reduce / reduce_scatter / all_gather on n = 2, 4, 8 GPUs (n <= N), one
-#      process per GPU, bf16 and fp32, 1 MiB .. 1 GiB: codecs none, fp8_ash_ds, int8;
+#      process per GPU, bf16 and fp32, 1 MiB .. 1 GiB: codecs none (coccl's own exact kernels,
+#      COCCL_DEVICE_EXACT=coccl; NCCL has its own column), fp8_ash_ds, int8;
 #   3. nccl-tests' all_reduce / reduce_scatter / all_gather _perf on the same n, same sizes:
 #      plain NCCL, then with the shim preloaded and COCCL_CODEC=fp8_ash_ds (-c 0);
 #   4. a tensor-parallel GPT (perf/scripts/tp_gpt.py, TP = n) through torchrun, with and without
@@ -66,11 +67,11 @@ launch() {
   local port=$((20000 + RANDOM % 20000)) pids=() rc
   for ((r = 1; r < n; ++r)); do
     RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      timeout "$RUN_TIMEOUT" "$PERF" "$@" > /dev/null 2>> "$OUT/coccl_stderr.log" &
+      COCCL_DEVICE_EXACT=coccl timeout "$RUN_TIMEOUT" "$PERF" "$@" > /dev/null 2>> "$OUT/coccl_stderr.log" &
     pids+=($!)
   done
   RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-    timeout "$RUN_TIMEOUT" "$PERF" "$@"
+    COCCL_DEVICE_EXACT=coccl timeout "$RUN_TIMEOUT" "$PERF" "$@"
   rc=$?
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   return $rc

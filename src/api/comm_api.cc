@@ -44,6 +44,10 @@ CommConfig makeConfig(const cocclConfig_t* user) {
                   "algorithm \"%s\" (%s): expected auto, two-shot or ring", c.algo.c_str(),
                   cfg.algorithm ? "config" : "COCCL_ALGO");
   c.ringMinRanks = static_cast<int>(e.ringMinRanks);
+  c.deviceExact = cfg.deviceExact ? std::string(cfg.deviceExact) : e.deviceExact;
+  COCCL_CHECK_ARG(c.deviceExact == "auto" || c.deviceExact == "coccl" || c.deviceExact == "nccl",
+                  "deviceExact \"%s\" (config): expected auto, coccl or nccl",
+                  c.deviceExact.c_str());
   if (cfg.commName) c.name = cfg.commName;
   auto pick = [](const char* fromCfg, const std::string& fromEnv) {
     return fromCfg ? std::string(fromCfg) : fromEnv;

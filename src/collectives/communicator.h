@@ -25,6 +25,7 @@ struct CommConfig {
   std::string algo = "auto";  // auto | two-shot | ring
   int ringMinRanks = 16;
   std::string name;
+  std::string deviceExact = "auto";  // auto | coccl | nccl (COCCL_DEVICE_EXACT)
   PolicyConfig policy;
   // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use
   // by the process); the device path uses it (deferred group inits run on other threads).

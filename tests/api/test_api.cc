@@ -67,6 +67,7 @@ TEST(Api, InitRejectsBadArguments) {
   rejected([](cocclConfig_t* c) { c->chunkBytes = 0; }, "chunkBytes");
   rejected([](cocclConfig_t* c) { c->compressMinBytes = -7; }, "compressMinBytes");
   rejected([](cocclConfig_t* c) { c->algorithm = "tree"; }, "(config)");
+  rejected([](cocclConfig_t* c) { c->deviceExact = "cuda"; }, "deviceExact");
   EXPECT_EQ(cocclGetUniqueId(nullptr), cocclInvalidArgument);
 }
 

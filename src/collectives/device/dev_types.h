@@ -28,13 +28,14 @@ constexpr int kMaxRanks = 32;       // ranks of one node on the device path
 constexpr int kMaxBlocks = 128;     // COCCL_DEVICE_BLOCKS upper bound
 constexpr int kThreads = 256;       // threads per block of every collective kernel
 // Blocks of one collective call: about one per kCallBlockBytes of message, at least
-// kMinCallBlocks, at most the communicator's. Measured on 2 H200s over NVLink (perf/RESULTS.md,
-// "Blocks per call"): 32 blocks win at 4 MiB, 64 at 16 MiB, 128 from 64 MiB.
+// kMinCallBlocks, at most the communicator's. From the sweep of 32 / 64 / 128 blocks on 2 H200s
+// over NVLink (perf/RESULTS.md, "Blocks per call"): 32 won at 4 MiB (the rule's 16 there was
+// not measured), 64 or 32 at 16 MiB (within 4%), 128 from 64 MiB for the compressed calls.
 constexpr uint64_t kCallBlockBytes = 256 << 10;
 constexpr int kMinCallBlocks = 16;
-// COCCL_DEVICE_BLOCKS=0 (auto): the communicator's blocks when no two ranks share a GPU, and
-// when some do (their kernels then share the SMs; a block must never wait for a block that
-// cannot become resident).
+// COCCL_DEVICE_BLOCKS=0 (auto): a communicator's blocks (channels) when no two ranks share a
+// GPU, and when some do (their kernels then share the SMs; a block must never wait for a block
+// that cannot become resident), respectively.
 constexpr int kAutoBlocksOwnGpu = 128;
 constexpr int kAutoBlocksSharedGpu = 32;
 constexpr uint64_t kPoison = ~uint64_t{0};  // flag value of a failed / aborted rank

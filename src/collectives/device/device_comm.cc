@@ -115,6 +115,11 @@ struct DeviceComm::Impl {
                   cudaGetErrorName(e), cudaGetErrorString(e));
     }
   }
+  // Uncompressed operations of type dt on the real NCCL beside CUDA IPC (not the fp8 types:
+  // NCCL has them from 2.24 on sm_90 only, coccl's kernels everywhere).
+  bool exactOnNccl(cocclDataType_t dt) const {
+    return ncclExact && dt != cocclFloat8e4m3 && dt != cocclFloat8e5m2;
+  }
   dev::Planner planner() const {
     dev::Planner pl;
     pl.lay = lay;
@@ -158,6 +163,8 @@ DeviceComm::~DeviceComm() {
       COCCL_WARN("device path teardown: %s", e.what());
     }
   }
+  // A stuck NCCL call (a peer died) would hold the device synchronisation below forever.
+  if (!healthy && !m.aborted && m.ncclExact) m.ncclExact->abort();
   {
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
@@ -202,7 +209,8 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   // decision below is taken from values all ranks share.
   const std::string& tp = e.deviceTransport;
   const int32_t tpCode = tp == "nccl" ? 2 : tp == "cuda_ipc" ? 1 : 0;
-  const int32_t exCode = e.deviceExact == "nccl" ? 2 : e.deviceExact == "coccl" ? 1 : 0;
+  const std::string& ex = c.config().deviceExact;
+  const int32_t exCode = ex == "nccl" ? 2 : ex == "coccl" ? 1 : 0;
   struct RankDev {
     int32_t device;     // ordinal, -1 none
     int32_t transport;  // tpCode + 4 * exCode
@@ -291,7 +299,7 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
   // own GPU (NCCL refuses two ranks on one GPU; over NVLink its collectives beat coccl's exact
   // kernels, perf/RESULTS.md). NcclDevicePath agrees across ranks: usable everywhere or nowhere.
   if (p > 1 && (exCode == 2 || (exCode == 0 && !sharedGpu && allDevices))) {
-    m.ncclExact = std::make_unique<NcclDevicePath>(c, dev);
+    m.ncclExact = std::make_unique<NcclDevicePath>(c, dev, /*exactOnly=*/true);
     if (!m.ncclExact->usable()) {
       if (exCode == 2)
         COCCL_WARN("COCCL_DEVICE_EXACT=nccl: %s; coccl's kernels run the uncompressed "
@@ -300,8 +308,6 @@ std::unique_ptr<DeviceComm> DeviceComm::create(Communicator& c) {
         COCCL_INFO(kLogInit, "uncompressed device operations on coccl's kernels (%s)",
                    m.ncclExact->reason().c_str());
       m.ncclExact.reset();
-    } else {
-      COCCL_INFO(kLogInit, "uncompressed device operations over NCCL");
     }
   }
   return d;
@@ -336,7 +342,6 @@ void DeviceComm::abort() {
   }
   if (!m.host || m.aborted) return;
   m.aborted = true;
-  if (m.ncclExact) m.ncclExact->abort();
   m.host->abort = 1u;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Release peers that wait on this rank even when no kernel of ours is running.
@@ -348,6 +353,8 @@ void DeviceComm::abort() {
   }
   (void)cudaGetLastError();
   if (prev >= 0) (void)cudaSetDevice(prev);
+  // NCCL's abort may wait for work queued behind this rank's (now released) kernels: last.
+  if (m.ncclExact) m.ncclExact->abort();
 }
 
 void DeviceComm::quiesce() {
@@ -421,7 +428,7 @@ void DeviceComm::allReduce(const void* in, void* out, size_t count, cocclDataTyp
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
-  if (!codec && m.ncclExact)
+  if (!codec && m.exactOnNccl(dt))
     return m.ncclExact->allReduce(in, out, count, dt, op, nullptr, stream, stats);
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::AllReduce, in, out, count,
@@ -449,7 +456,7 @@ void DeviceComm::reduceScatter(const void* in, void* out, size_t recvcount, cocc
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
-  if (!codec && m.ncclExact)
+  if (!codec && m.exactOnNccl(dt))
     return m.ncclExact->reduceScatter(in, out, recvcount, dt, op, nullptr, stream, stats);
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::ReduceScatter, in, out, recvcount,
@@ -469,7 +476,7 @@ void DeviceComm::reduce(const void* in, void* out, size_t count, cocclDataType_t
                         cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
   if (m.nccl) return m.nccl->reduce(in, out, count, dt, op, root, stream, stats);
-  if (m.ncclExact) return m.ncclExact->reduce(in, out, count, dt, op, root, stream, stats);
+  if (m.exactOnNccl(dt)) return m.ncclExact->reduce(in, out, count, dt, op, root, stream, stats);
   const int me = m.comm.rank();
   const size_t es = dtypeSize(dt);
   const dev::ReduceArgs a = m.planner().reduce(dev::Coll::Reduce, in, out, count,
@@ -487,7 +494,7 @@ void DeviceComm::allGather(const void* in, void* out, size_t sendcount, cocclDat
   const int p = m.comm.nranks();
   const size_t es = dtypeSize(dt);
   if (!codecOnDevice(codec)) codec = nullptr;
-  if (!codec && m.ncclExact)
+  if (!codec && m.exactOnNccl(dt))
     return m.ncclExact->allGather(in, out, sendcount, dt, nullptr, stream, stats);
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
   const dev::GatherArgs a = m.planner().gather(dev::Coll::AllGather, in, out, sendcount,
@@ -507,7 +514,7 @@ void DeviceComm::broadcast(const void* in, void* out, size_t count, cocclDataTyp
                            cocclStream_t stream, CollStats& stats) {
   Impl& m = *impl_;
   if (m.nccl) return m.nccl->broadcast(in, out, count, dt, root, stream, stats);
-  if (m.ncclExact) return m.ncclExact->broadcast(in, out, count, dt, root, stream, stats);
+  if (m.exactOnNccl(dt)) return m.ncclExact->broadcast(in, out, count, dt, root, stream, stats);
   const int p = m.comm.nranks(), me = m.comm.rank();
   const size_t bytes = count * dtypeSize(dt);
   const dev::GatherArgs a =

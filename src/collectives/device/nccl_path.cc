@@ -55,6 +55,7 @@ struct NcclDevicePath::Impl {
   std::string reason;
   cudaStream_t side = nullptr;
   cudaEvent_t ev[4][kSets] = {};  // per stage boundary and set
+  bool exactOnly = false;  // uncompressed operations only: no staging
   char* staging = nullptr;
   size_t slotBytes = 0;
   float* acc = nullptr;  // ReduceScatter's fp32 sum of one piece (4 * slotBytes)
@@ -86,6 +87,8 @@ struct NcclDevicePath::Impl {
   // limit; else the call is NCCL's exact one (said once).
   bool compressible(const Codec* codec, bool reduces) const {
     if (!codecOnDevice(codec)) return false;
+    if (exactOnly)
+      COCCL_THROW(cocclInternalError, "NCCL device path made for uncompressed operations got a codec");
     if (reduces && p > kernels::kMaxReduceInputs) {
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true))
@@ -195,9 +198,10 @@ struct NcclDevicePath::Impl {
   }
 };
 
-NcclDevicePath::NcclDevicePath(Communicator& c, int device)
+NcclDevicePath::NcclDevicePath(Communicator& c, int device, bool exactOnly)
     : impl_(std::make_unique<Impl>(c, device)) {
   Impl& m = *impl_;
+  m.exactOnly = exactOnly;
   DeviceGuard g(device);
   m.tr = std::make_unique<NcclTransport>(c.bootstrap());
   if (!m.tr->usable()) {
@@ -209,12 +213,14 @@ NcclDevicePath::NcclDevicePath(Communicator& c, int device)
   const size_t slots = kSets * (3 * static_cast<size_t>(m.p) + 1);
   std::string why;
   try {
-    void* st = nullptr;
-    COCCL_CUDA_CHECK(cudaMalloc(&st, slots * m.slotBytes));
-    m.staging = static_cast<char*>(st);
-    void* a = nullptr;
-    COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * m.slotBytes));
-    m.acc = static_cast<float*>(a);
+    if (!exactOnly) {
+      void* st = nullptr;
+      COCCL_CUDA_CHECK(cudaMalloc(&st, slots * m.slotBytes));
+      m.staging = static_cast<char*>(st);
+      void* a = nullptr;
+      COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * m.slotBytes));
+      m.acc = static_cast<float*>(a);
+    }
     COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
     for (auto& row : m.ev)
       for (cudaEvent_t& e : row)
@@ -249,9 +255,14 @@ NcclDevicePath::NcclDevicePath(Communicator& c, int device)
     m.tr.reset();
     return;
   }
-  COCCL_INFO(kLogInit | kLogCuda,
-             "device path on over NCCL %d: device %d, %zu-byte slots (%zu KiB staging)",
-             m.tr->version(), device, m.slotBytes, (slots * m.slotBytes + 4 * m.slotBytes) >> 10);
+  if (exactOnly)
+    COCCL_INFO(kLogInit | kLogCuda, "uncompressed device operations over NCCL %d: device %d",
+               m.tr->version(), device);
+  else
+    COCCL_INFO(kLogInit | kLogCuda,
+               "device path on over NCCL %d: device %d, %zu-byte slots (%zu KiB staging)",
+               m.tr->version(), device, m.slotBytes,
+               (slots * m.slotBytes + 4 * m.slotBytes) >> 10);
 }
 
 NcclDevicePath::~NcclDevicePath() {

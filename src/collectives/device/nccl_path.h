@@ -28,7 +28,9 @@ struct P2POp;
 class NcclDevicePath {
  public:
   // Collective over c's bootstrap (every rank, its device current). Check usable().
-  NcclDevicePath(Communicator& c, int device);
+  // exactOnly: only uncompressed operations will come (no staging is allocated; a codec is an
+  // internal error): the NCCL half beside the CUDA IPC path (COCCL_DEVICE_EXACT).
+  NcclDevicePath(Communicator& c, int device, bool exactOnly = false);
   ~NcclDevicePath();
   NcclDevicePath(const NcclDevicePath&) = delete;
   NcclDevicePath& operator=(const NcclDevicePath&) = delete;
