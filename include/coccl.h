@@ -202,8 +202,10 @@ COCCL_API cocclResult_t cocclCommInitRank(cocclComm_t* comm, int nranks, cocclUn
 
 /* As cocclCommInitRank, with a configuration (NULL means defaults).
  * Errors: as cocclCommInitRank, plus cocclInvalidArgument if config->magic is not
- * COCCL_CONFIG_MAGIC (config not initialised with COCCL_CONFIG_INITIALIZER) or a codec spec in
- * it does not parse. */
+ * COCCL_CONFIG_MAGIC (config not initialised with COCCL_CONFIG_INITIALIZER), its size is
+ * smaller than NCCL's fields, a codec spec in it does not parse, or a set field is out of its
+ * range (timeoutMs <= 0, chunkBytes < 4096, compressMinBytes < -1, algorithm other than auto /
+ * two-shot / ring, deviceExact other than auto / coccl / nccl); the message names the field. */
 COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
                                                 cocclUniqueId commId, int rank,
                                                 cocclConfig_t* config);

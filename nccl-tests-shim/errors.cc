@@ -6,6 +6,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <climits>
 #include <mutex>
 
 #include "shim.h"
@@ -16,6 +18,20 @@ namespace {
 std::string getStr(const char* name) {
   const char* v = getenv(name);
   return v ? std::string(v) : std::string();
+}
+
+// A byte count as coccl reads its variables: an integer with an optional binary K/M/G suffix.
+bool parseBytes(const std::string& s, long long* out) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || v < 0) return false;
+  const int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20
+                    : *end == 'g' || *end == 'G' ? 30 : 0;
+  if (shift) ++end;
+  if (*end != '\0' || v > (LLONG_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
 }
 
 bool compresses(const std::string& perColl, const std::string& def) {
@@ -33,9 +49,12 @@ Env makeEnv() {
   e.codecAllGather = getStr("COCCL_CODEC_ALLGATHER");
   std::string mb = getStr("COCCL_COMPRESS_MIN_BYTES");
   if (!mb.empty()) {
-    char* end = nullptr;
-    long long v = strtoll(mb.c_str(), &end, 10);
-    if (end && *end == '\0' && v >= 0) e.compressMinBytes = v;
+    long long v = 0;
+    if (parseBytes(mb, &v))
+      e.compressMinBytes = v;
+    else
+      fprintf(stderr, "coccl shim: COCCL_COMPRESS_MIN_BYTES=%s is not a byte count (digits, "
+              "optionally K, M or G); using %lld\n", mb.c_str(), e.compressMinBytes);
   }
   e.compressAllReduce = compresses(e.codecAllReduce, e.codec);
   e.compressReduceScatter = compresses(e.codecReduceScatter, e.codec);

@@ -9,8 +9,9 @@
 #      plain NCCL, then with the shim preloaded and COCCL_CODEC=fp8_ash_ds (-c 0);
 #   4. a tensor-parallel GPT (perf/scripts/tp_gpt.py, TP = n) through torchrun, with and without
 #      the shim: tokens/s and the loss after the same number of steps;
-#   5. summary.md: busbw side by side per size (coccl none / fp8 / int8 / NCCL), the speedup of
-#      each codec over NCCL at 64 MiB and 1 GiB and the smallest size from which it stays ahead.
+#   5. summary.md: busbw side by side per size (coccl none / fp8 / int8 / NCCL / shim) with each
+#      codec's ratio to NCCL per size (64 MiB and 1 GiB among them), and the smallest size from
+#      which fp8_ash_ds stays ahead of NCCL.
 # usage: OUT=dir NCCL_TESTS_SRC=path perf/scripts/multi_gpu.sh
 # env: NS="2 4 8" TYPES="bfloat16 float" COLLS="all_reduce reduce_scatter all_gather"
 #      MAXBYTES=1G ITERS=10 STEPS="build coccl nccl tp" TP_STEPS=200 RUN_TIMEOUT=600

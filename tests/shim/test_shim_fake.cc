@@ -70,6 +70,9 @@ TEST(FakeNccl, DispatchGroupsAndSimulation) {
     EXPECT_EQ(last(ar), ar + " count=65536 type=7 op=2 group=0");
     EXPECT_EQ(a.ncclAllReduce(y.data(), y.data(), 16, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(last(ar), ar + " count=16 type=7 op=0 group=0");
+    // COCCL_COMPRESS_MIN_BYTES=1K (ctest environment; the suffix is read): 2 KiB is compressed.
+    EXPECT_EQ(a.ncclAllReduce(y.data(), y.data(), 512, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    EXPECT_EQ(last(ar), ar + " count=16 type=7 op=0 group=0") << "a 2 KiB allreduce reached NCCL";
     EXPECT_EQ(a.ncclAllReduce(y.data(), y.data(), kCount, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(last(ar), ar + " count=65536 type=2 op=0 group=0");
     ncclRedOp_t pre;

@@ -244,7 +244,7 @@ NcclDevicePath::NcclDevicePath(Communicator& c, int device, bool exactOnly)
     if (!a.ok)
       m.reason = r == m.me ? "NCCL device path: " + why
                            : format("NCCL device path: rank %d could not set up its staging", r);
-    else if (a.slotBytes != m.slotBytes)
+    else if (a.slotBytes != m.slotBytes && !m.exactOnly)  // exact-only: no slots
       m.reason = format(
           "NCCL device path: COCCL_CHUNK_BYTES differs across ranks (%llu here, "
           "%llu on rank %d)",
