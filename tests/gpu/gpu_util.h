@@ -28,6 +28,12 @@ int gpuCount();
     if (!::coccl::test::gpuAvailable()) GTEST_SKIP() << "no CUDA device: skipped"; \
   } while (0)
 
+#define COCCL_REQUIRE_GPUS(n)                                                              \
+  do {                                                                                     \
+    if (::coccl::test::gpuCount() < (n))                                                   \
+      GTEST_SKIP() << "needs " << (n) << " GPUs, " << ::coccl::test::gpuCount() << " seen"; \
+  } while (0)
+
 #define CUDA_OK(call)                                                             \
   do {                                                                            \
     cudaError_t e_ = (call);                                                      \

@@ -18,12 +18,6 @@ using namespace coccl::test;
 
 namespace {
 
-#define COCCL_REQUIRE_GPUS(n)                                                         \
-  do {                                                                                \
-    if (::coccl::test::gpuCount() < (n))                                              \
-      GTEST_SKIP() << "needs " << (n) << " GPUs, " << ::coccl::test::gpuCount() << " seen"; \
-  } while (0)
-
 // exact: COCCL_DEVICE_EXACT.
 GpuRunOptions ownGpus(const char* exact) {
   GpuRunOptions o;

@@ -107,9 +107,10 @@ struct Ctx {
 enum class Coll : int32_t { AllReduce = 0, ReduceScatter = 1, Reduce = 2, AllGather = 3, Broadcast = 4 };
 
 // Messages are cut into rounds; round k of a shard covers elements [k*R, (k+1)*R) of it with
-// R = nblocks * partCap (nblocks of the call: a collective uses the first nblocks channels,
-// fewer for small messages; channels keep their own round numbers, so calls may differ), and that piece is split over the blocks in whole `unit`s (balanced), so
-// every part fits one sub-slot. Every rank runs `rounds` rounds with every peer.
+// R = nblocks * partCap, and that piece is split over the blocks in whole `unit`s (balanced), so
+// every part fits one sub-slot. nblocks is the call's: a collective uses the first nblocks
+// channels (fewer for small messages); channels keep their own round numbers, so consecutive
+// calls may use different numbers of them. Every rank runs `rounds` rounds with every peer.
 struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
   int32_t coll;
   int32_t dtype;    // cocclDataType_t
