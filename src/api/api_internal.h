@@ -8,7 +8,6 @@
 #include <string>
 
 #include "codecs/codec.h"
-#include "collectives/collectives.h"
 #include "collectives/communicator.h"
 #include "coccl.h"
 #include "core/error.h"
@@ -57,7 +56,7 @@ bool inGroup();
 struct QueuedOp {
   cocclComm* comm = nullptr;     // nullptr for deferred inits
   bool isP2P = false;
-  P2POp p2p{};
+  CollRequest p2p{};
   std::function<void()> run;     // collective or init
 };
 void enqueue(QueuedOp op);

@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "api/api_internal.h"
-#include "collectives/collectives.h"
 #include "collectives/host/reduce.h"
 
 using namespace coccl;
@@ -46,6 +45,21 @@ void checkOverlap(const void* in, size_t inBytes, const void* out, size_t outByt
 
 const Codec* codecOf(cocclCodec_t c) { return c ? c->codec.get() : nullptr; }
 
+CollRequest request(Coll coll, const void* in, void* out, size_t count, cocclDataType_t dt,
+                    cocclRedOp_t op, int root, const Codec* codec, cudaStream_t stream) {
+  CollRequest r;
+  r.coll = coll;
+  r.in = in;
+  r.out = out;
+  r.count = count;
+  r.dt = dt;
+  r.op = op;
+  r.root = root;
+  r.codec = codec;
+  r.stream = stream;
+  return r;
+}
+
 // Runs `body` now, or queues it when inside a group.
 template <class F>
 cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, std::function<void()> body) {
@@ -79,7 +93,8 @@ cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
       },
       [=] {
         if (count)
-          allReduce(*comm->impl, sendbuff, recvbuff, count, dt, op, codecOf(codec), stream);
+          comm->impl->run(request(Coll::AllReduce, sendbuff, recvbuff, count, dt, op, 0,
+                                  codecOf(codec), stream));
       });
 }
 
@@ -100,8 +115,8 @@ cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvc
       },
       [=] {
         if (recvcount)
-          reduceScatter(*comm->impl, sendbuff, recvbuff, recvcount, dt, op, codecOf(codec),
-                        stream);
+          comm->impl->run(request(Coll::ReduceScatter, sendbuff, recvbuff, recvcount, dt, op, 0,
+                                  codecOf(codec), stream));
       });
 }
 
@@ -121,7 +136,8 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
       },
       [=] {
         if (sendcount)
-          allGather(*comm->impl, sendbuff, recvbuff, sendcount, dt, codecOf(codec), stream);
+          comm->impl->run(request(Coll::AllGather, sendbuff, recvbuff, sendcount, dt, cocclSum, 0,
+                                  codecOf(codec), stream));
       });
 }
 
@@ -137,7 +153,8 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
     QueuedOp op;
     op.comm = comm;
     op.isP2P = true;
-    op.p2p = P2POp{send, buf, b, peer, stream};
+    op.p2p = request(send ? Coll::Send : Coll::Recv, send ? buf : nullptr, send ? nullptr : buf,
+                     count, dt, cocclSum, peer, nullptr, stream);
     if (inGroup()) {
       enqueue(std::move(op));
       return;
@@ -146,7 +163,7 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
                       "a send or receive to self outside a group would deadlock; "
                       "wrap the pair in cocclGroupStart/cocclGroupEnd");
     std::lock_guard<std::mutex> lock(comm->opMutex);
-    pointToPoint(c, {op.p2p});
+    c.runP2P({op.p2p});
   });
 }
 
@@ -214,7 +231,9 @@ COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, siz
         if (c.rank() == root) checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
       },
       [=] {
-        if (count) broadcast(*comm->impl, sendbuff, recvbuff, count, datatype, root, stream);
+        if (count)
+          comm->impl->run(request(Coll::Broadcast, sendbuff, recvbuff, count, datatype, cocclSum,
+                                  root, nullptr, stream));
       });
 }
 
@@ -236,7 +255,9 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
         }
       },
       [=] {
-        if (count) reduce(*comm->impl, sendbuff, recvbuff, count, datatype, op, root, stream);
+        if (count)
+          comm->impl->run(request(Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root,
+                                  nullptr, stream));
       });
 }
 

@@ -6,7 +6,9 @@
 
 #include "api/api_internal.h"
 #include "core/bootstrap.h"
+#include "collectives/device_executors.h"
 #include "core/env.h"
+#include "mem/cuda_device.h"
 
 using namespace coccl;
 
@@ -48,6 +50,9 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   COCCL_CHECK_ARG(c.deviceExact == "auto" || c.deviceExact == "coccl" || c.deviceExact == "nccl",
                   "deviceExact \"%s\" (config): expected auto, coccl or nccl",
                   c.deviceExact.c_str());
+  c.deviceTransport = e.deviceTransport;
+  c.deviceBlocks = e.deviceBlocks;
+  c.deviceStagingBytes = e.deviceStagingBytes;
   if (cfg.commName) c.name = cfg.commName;
   auto pick = [](const char* fromCfg, const std::string& fromEnv) {
     return fromCfg ? std::string(fromCfg) : fromEnv;
@@ -86,7 +91,7 @@ void initRank(cocclComm* handle, int nranks, const cocclUniqueId& id, int rank,
   static std::once_flag versionOnce;  // COCCL_DEBUG=VERSION (or more): once per process
   std::call_once(versionOnce, [] {
     COCCL_VERSION_LOG("coccl version %d.%d.%d (CUDA device path %s)", COCCL_MAJOR, COCCL_MINOR,
-                      COCCL_PATCH, DeviceComm::built() ? "built" : "not built");
+                      COCCL_PATCH, deviceExecutorsBuilt() ? "built" : "not built");
   });
   BootstrapHandle bh;
   std::memcpy(&bh, id.internal, sizeof(bh));
@@ -119,7 +124,7 @@ cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank
     COCCL_CHECK_ARG(nranks >= 1, "nranks %d must be >= 1", nranks);
     COCCL_CHECK_ARG(rank >= 0 && rank < nranks, "rank %d is outside [0, %d)", rank, nranks);
     CommConfig cfg = makeConfig(config);
-    cfg.cudaDevice = DeviceComm::currentDevice();  // this thread's device, as NCCL records it
+    cfg.cudaDevice = currentCudaDevice();  // this thread's device, as NCCL records it
     handle = new cocclComm();
     *comm = handle;
     if (inGroup()) {

@@ -20,9 +20,9 @@ cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
   return guarded(comm, "cocclGroupEnd", [&] {
     Communicator& c = usableComm(comm);
     std::lock_guard<std::mutex> lock(comm->opMutex);
-    std::vector<P2POp> batch;
+    std::vector<CollRequest> batch;
     auto flush = [&] {
-      if (!batch.empty()) pointToPoint(c, batch);
+      if (!batch.empty()) c.runP2P(batch);
       batch.clear();
     };
     for (QueuedOp* op : ops) {

@@ -1,70 +1,139 @@
 #include "collectives/communicator.h"
 
+#include <initializer_list>
+
+#include "collectives/device_executors.h"
+#include "collectives/host/host_executor.h"
 #include "core/error.h"
 #include "core/log.h"
 
 namespace coccl {
 namespace {
-constexpr uint64_t kSeqBits = 22;
-constexpr uint64_t kSubBits = 24;
-constexpr uint64_t kP2pSeqMask = (uint64_t{1} << (kSeqBits + kSubBits)) - 1;
 
-uint64_t kindBits(TagKind k) { return static_cast<uint64_t>(k) << (kSeqBits + kSubBits); }
+// The memory kind of a call's buffers (nullptrs ignored); host and device mixed is an error.
+MemKind kindOf(const char* what, std::initializer_list<const void*> ptrs) {
+  bool dev = false, host = false;
+  for (const void* p : ptrs) {
+    if (!p) continue;
+    (memKind(p) == MemKind::Device ? dev : host) = true;
+  }
+  COCCL_CHECK_ARG(!(dev && host), "%s: buffers are partly host and partly device memory; use one kind",
+                  what);
+  return dev ? MemKind::Device : MemKind::Host;
+}
+
+// The buffers of `r` that this rank touches.
+MemKind kindOf(const CollRequest& r, int me) {
+  const char* what = collName(r.coll);
+  switch (r.coll) {
+    case Coll::Broadcast: return kindOf(what, {me == r.root ? r.in : nullptr, r.out});
+    case Coll::Reduce: return kindOf(what, {r.in, me == r.root ? r.out : nullptr});
+    case Coll::Send: return kindOf(what, {r.in});
+    case Coll::Recv: return kindOf(what, {r.out});
+    default: return kindOf(what, {r.in, r.out});
+  }
+}
+
 }  // namespace
 
 Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
                            const CommConfig& cfg)
-    : rank_(rank), nranks_(nranks), cfg_(cfg), policy_(cfg.policy) {
-  bootstrap_ = std::make_unique<Bootstrap>(handle, rank, nranks, cfg.timeoutMs);
-  topo_ = gatherTopology(*bootstrap_);
-  transport_ = makeUcxTransport(*bootstrap_, topo_);
-  waiter_ = std::make_unique<Waiter>(*transport_, *bootstrap_, abort_, cfg.timeoutMs);
-  sendSeq_.assign(nranks, 0);
-  recvSeq_.assign(nranks, 0);
-  // Device path (CUDA builds): staging regions shared over CUDA IPC; collective, every rank.
-  device_ = DeviceComm::create(*this);
+    : ctx_(handle, rank, nranks, cfg), policy_(cfg.policy) {
+  executors_.push_back(std::make_unique<HostExecutor>(ctx_));
+  DeviceExecutors dev = probeDeviceExecutors(ctx_);
+  deviceOff_ = dev.list.empty() ? dev.reason : "";
+  for (auto& x : dev.list) executors_.push_back(std::move(x));
   // Everyone's endpoints exist before anyone sends.
-  bootstrap_->barrier();
+  ctx_.bootstrap().barrier();
+  const CommTopology& topo = ctx_.topology();
   COCCL_INFO(kLogInit, "comm %s rank %d nranks %d: %d host(s), %d local rank(s), NUMA node %d",
-             cfg.name.c_str(), rank, nranks, topo_.nodes, topo_.localRanks,
-             topo_.ranks[rank].numaNode);
+             cfg.name.c_str(), rank, nranks, topo.nodes, topo.localRanks,
+             topo.ranks[rank].numaNode);
 }
 
 Communicator::~Communicator() {
-  device_.reset();
-  waiter_.reset();
-  if (transport_) transport_->close();
-  transport_.reset();
+  // A broken or aborted communicator stops its executors before any of them waits for its
+  // device work in its destructor (a call stuck on a dead peer would hold that wait forever).
+  const bool healthy = !ctx_.aborted() && asyncError() == cocclSuccess && !ctx_.bootstrap().aborted();
+  if (!healthy && !ctx_.aborted())
+    for (auto& x : executors_) x->abort();
+  while (!executors_.empty()) executors_.pop_back();  // reverse order
 }
 
-uint64_t Communicator::nextCollectiveTag() {
-  uint64_t seq = collSeq_++ & ((uint64_t{1} << kSeqBits) - 1);
-  return kindBits(TagKind::Collective) | (seq << kSubBits);
+int Communicator::cudaDevice() const {
+  for (const auto& x : executors_)
+    if (x->cudaDevice() >= 0) return x->cudaDevice();
+  return -1;
 }
 
-uint64_t Communicator::nextSendTag(int peer) {
-  return kindBits(TagKind::P2P) | (sendSeq_[peer]++ & kP2pSeqMask);
+Executor& Communicator::route(CollRequest& r) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& x : executors_)
+      if (x->supports(r)) return *x;
+    if (!r.codec) break;
+    // No executor runs it compressed (a codec without a device implementation, or more ranks
+    // than an executor's codec kernels take): exact, said once.
+    if (!saidFallback_.exchange(true))
+      COCCL_INFO(kLogColl, "%s with codec %s on %s buffers: no executor runs it compressed; "
+                 "running it exact (said once per communicator)",
+                 collName(r.coll), r.codec->name(), r.mem == MemKind::Device ? "device" : "host");
+    r.codec = nullptr;
+  }
+  COCCL_THROW(cocclInvalidUsage, "%s: device buffers, but the device path is off: %s",
+              collName(r.coll), deviceOff_.empty() ? "no executor takes this call" : deviceOff_.c_str());
 }
 
-uint64_t Communicator::nextRecvTag(int peer) {
-  return kindBits(TagKind::P2P) | (recvSeq_[peer]++ & kP2pSeqMask);
+void Communicator::run(CollRequest r) {
+  const size_t bytes = logicalBytes(r, nranks());
+  if (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather)
+    r.codec = policy_.select(r.coll, r.dt, r.op, bytes, r.codec);
+  else
+    r.codec = nullptr;
+  r.mem = kindOf(r, rank());
+  Executor& x = route(r);
+  stats_.logicalBytes = bytes;
+  stats_.wireBytesSent = 0;
+  stats_.codec = r.codec ? r.codec->name() : "none";
+  stats_.algorithm = "";
+  x.run(r, stats_);
 }
 
-void Communicator::fail(cocclResult_t code) {
-  int expected = cocclSuccess;
-  error_.compare_exchange_strong(expected, code);
-  bootstrap_->abort();
+void Communicator::runP2P(std::vector<CollRequest> group) {
+  bool dev = false, host = false;
+  size_t sent = 0;
+  for (CollRequest& o : group) {
+    o.codec = nullptr;
+    if (o.coll == Coll::Send) sent += logicalBytes(o, nranks());
+    if (!o.count || !o.p2pBuffer()) continue;
+    o.mem = memKind(o.p2pBuffer());
+    (o.mem == MemKind::Device ? dev : host) = true;
+  }
+  COCCL_CHECK_ARG(!(dev && host),
+                  "send/receive: a group mixes host and device buffers on one communicator");
+  const MemKind mem = dev ? MemKind::Device : MemKind::Host;
+  for (CollRequest& o : group) o.mem = mem;
+  if (group.empty()) return;
+  CollRequest first = group.front();
+  Executor& x = route(first);
+  stats_.logicalBytes = sent;
+  stats_.wireBytesSent = 0;
+  stats_.codec = "none";
+  stats_.algorithm = "";
+  x.runP2P(group, stats_);
 }
 
 cocclResult_t Communicator::asyncError() const {
-  const int e = error_.load();
-  if (e != cocclSuccess) return static_cast<cocclResult_t>(e);
-  return device_ ? device_->asyncError() : cocclSuccess;
+  const cocclResult_t e = ctx_.hostError();
+  if (e != cocclSuccess) return e;
+  for (const auto& x : executors_) {
+    const cocclResult_t r = x->asyncError();
+    if (r != cocclSuccess) return r;
+  }
+  return cocclSuccess;
 }
 
 void Communicator::checkUsable() const {
-  if (abort_.load(std::memory_order_acquire))
-    COCCL_THROW(cocclInvalidUsage, "communicator was aborted");
+  if (ctx_.aborted()) COCCL_THROW(cocclInvalidUsage, "communicator was aborted");
   cocclResult_t e = asyncError();
   if (e != cocclSuccess)
     COCCL_THROW(cocclInvalidUsage,
@@ -73,15 +142,17 @@ void Communicator::checkUsable() const {
 }
 
 void Communicator::requestAbort() {
-  abort_.store(true, std::memory_order_release);
-  if (device_) device_->abort();
-  bootstrap_->abort();
+  ctx_.setAborted();
+  // Reverse order: CUDA IPC releases its peers (poisoned flags) before NCCL's abort, which may
+  // wait for work queued behind this rank's kernels.
+  for (auto it = executors_.rbegin(); it != executors_.rend(); ++it) (*it)->abort();
+  ctx_.bootstrap().abort();
 }
 
 void Communicator::finalize() {
   checkUsable();
-  if (device_) device_->quiesce();
-  bootstrap_->barrier();
+  for (auto& x : executors_) x->quiesce();
+  ctx_.bootstrap().barrier();
 }
 
 }  // namespace coccl

@@ -1,47 +1,31 @@
-// A communicator: this rank's view of a group of ranks. Owns the bootstrap, the transport, the
-// codec policy, the staging-buffer pool, tag sequence numbers and the error state.
-// One thread at a time runs operations on a communicator (as with NCCL); abort() and
+// A communicator: this rank's view of a group of ranks - its context (rank, bootstrap,
+// topology, config, error state: comm/context.h), its codec policy and its ordered list of
+// executors (executor.h). The C boundary hands every call to run() / runP2P() as a CollRequest;
+// route() is the one place that decides who runs it:
+//   1. the policy picks the codec (policy.h: type, op, size threshold, per-call codec);
+//   2. the buffers decide the memory kind (host and device mixed: cocclInvalidArgument);
+//   3. the first executor in the list whose supports() accepts the request runs it; when none
+//      accepts it compressed, the request is tried again exact (said once per communicator);
+//      when none accepts it at all (device buffers without a device executor): cocclInvalidUsage
+//      naming why the device executors are off.
+// The list, in order: host (host buffers), then the device executors that came up at init
+// (device_executors.h): NCCL for the exact operations beside CUDA IPC (COCCL_DEVICE_EXACT),
+// CUDA IPC, or NCCL for everything (COCCL_DEVICE_TRANSPORT).
+//
+// One thread at a time runs operations on a communicator (as with NCCL); requestAbort() and
 // asyncError() may be called from any thread.
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "collectives/buffer_pool.h"
-#include "collectives/device/device_comm.h"
+#include "collectives/executor.h"
 #include "collectives/policy.h"
-#include "core/bootstrap.h"
-#include "core/topology.h"
-#include "transport/transport.h"
+#include "comm/context.h"
 
 namespace coccl {
-
-struct CommConfig {
-  int64_t timeoutMs = 300000;
-  int64_t chunkBytes = 1 << 20;
-  std::string algo = "auto";  // auto | two-shot | ring
-  int ringMinRanks = 16;
-  std::string name;
-  std::string deviceExact = "auto";  // auto | coccl | nccl (COCCL_DEVICE_EXACT)
-  PolicyConfig policy;
-  // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use
-  // by the process); the device path uses it (deferred group inits run on other threads).
-  int cudaDevice = -1;
-};
-
-// Statistics of the last collective (for perf tools).
-struct CollStats {
-  size_t logicalBytes = 0;
-  size_t wireBytesSent = 0;
-  const char* codec = "none";
-  const char* algorithm = "";
-};
-
-// Tag layout inside the transport's 48 bits: [kind:2][seq:22][sub:24].
-enum class TagKind : uint64_t { Collective = 0, P2P = 1 };
 
 class Communicator {
  public:
@@ -50,58 +34,40 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return rank_; }
-  int nranks() const { return nranks_; }
-  const CommConfig& config() const { return cfg_; }
+  int rank() const { return ctx_.rank(); }
+  int nranks() const { return ctx_.nranks(); }
+  const CommConfig& config() const { return ctx_.config(); }
   const CodecPolicy& policy() const { return policy_; }
-  const CommTopology& topology() const { return topo_; }
-  Bootstrap& bootstrap() { return *bootstrap_; }
-  Transport& transport() { return *transport_; }
-  Waiter& waiter() { return *waiter_; }
-  BufferPool& pool() { return pool_; }
-  CollStats& stats() { return stats_; }
-  // The device path (CUDA builds; null in host-only builds). See device/device_comm.h.
-  DeviceComm* device() { return device_.get(); }
-  // The CUDA device of this rank, -1 when it has none (cocclCommCuDevice).
-  int cudaDevice() const { return device_ ? device_->device() : -1; }
+  CommContext& context() { return ctx_; }
+  const CollStats& stats() const { return stats_; }
+  // The CUDA device of this rank's device executors, -1 when there are none (cocclCommCuDevice).
+  int cudaDevice() const;
 
-  // A fresh tag base for the next collective: [Collective][seq][0]; add a 24-bit sub-tag.
-  uint64_t nextCollectiveTag();
-  // Tag for the n-th message this rank sends to / receives from `peer` (matched in order).
-  uint64_t nextSendTag(int peer);
-  uint64_t nextRecvTag(int peer);
+  // Runs one collective. `r.codec` is the per-call codec (nullptr: the policy's choice).
+  void run(CollRequest r);
+  // Runs every Send and Recv of a group together.
+  void runP2P(std::vector<CollRequest> group);
 
-  // Error state. fail() records the error (first one wins) and closes the bootstrap so that
-  // peers blocked on this rank fail fast instead of waiting for their timeout.
-  void fail(cocclResult_t code);
-  // The first error of a host operation, else one recorded by a device kernel.
+  // Error state: fail() records an error of a host operation (first wins) and closes the
+  // bootstrap; asyncError() is that error, else one an executor raised.
+  void fail(cocclResult_t code) { ctx_.fail(code); }
   cocclResult_t asyncError() const;
   // Throws cocclInvalidUsage if the communicator is aborted or broken.
   void checkUsable() const;
   // From any thread: stop what is in flight (the running call throws promptly).
   void requestAbort();
-  const std::atomic<bool>& abortFlag() const { return abort_; }
-
-  // Waits for this rank's device work and its peers' consumption of it (device path), then a
-  // barrier over the bootstrap (finalize).
+  // Waits for this rank's device work and its peers' consumption of it, then a barrier.
   void finalize();
 
  private:
-  int rank_;
-  int nranks_;
-  CommConfig cfg_;
+  Executor& route(CollRequest& r);
+
+  CommContext ctx_;
   CodecPolicy policy_;
-  std::unique_ptr<Bootstrap> bootstrap_;
-  CommTopology topo_;
-  BufferPool pool_;  // declared before the transport: destroyed after it
-  std::unique_ptr<Transport> transport_;
-  std::unique_ptr<Waiter> waiter_;
-  std::atomic<bool> abort_{false};
-  std::atomic<int> error_{cocclSuccess};
-  uint64_t collSeq_ = 0;
-  std::vector<uint64_t> sendSeq_, recvSeq_;
+  std::vector<std::unique_ptr<Executor>> executors_;  // routing order; destroyed in reverse
+  std::string deviceOff_;  // why there is no device executor ("" when there is one)
+  std::atomic<bool> saidFallback_{false};
   CollStats stats_;
-  std::unique_ptr<DeviceComm> device_;  // destroyed first (~Communicator): it uses the bootstrap
 };
 
 }  // namespace coccl

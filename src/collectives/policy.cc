@@ -22,6 +22,7 @@ const Codec* CodecPolicy::codecFor(CollKind kind) const {
     case CollKind::AllReduce: return allReduce_.get();
     case CollKind::ReduceScatter: return reduceScatter_.get();
     case CollKind::AllGather: return allGather_.get();
+    default: return nullptr;
   }
   return nullptr;
 }

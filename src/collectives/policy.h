@@ -8,16 +8,13 @@
 
 #include "codecs/codec.h"
 #include "coccl.h"
+#include "collectives/request.h"
+#include "comm/config.h"
 
 namespace coccl {
 
-enum class CollKind { AllReduce, ReduceScatter, AllGather };
-
-struct PolicyConfig {
-  std::string codec;  // default spec ("" or "none": uncompressed)
-  std::string codecAllReduce, codecReduceScatter, codecAllGather;  // "" = use codec
-  int64_t compressMinBytes = 65536;
-};
+// The collectives a codec applies to: AllReduce, ReduceScatter, AllGather (others: exact).
+using CollKind = Coll;
 
 class CodecPolicy {
  public:

@@ -10,7 +10,7 @@
 
 namespace coccl {
 
-class Communicator;
+class HostExecutor;
 
 // Two-shot (direct) reduce: every rank sends shard j of its input to rank j (encode-on-send);
 // rank j combines the p inputs in rank order (decode-reduce-on-receive). With allReduce the
@@ -18,24 +18,24 @@ class Communicator;
 // out + shard.begin; otherwise (ReduceScatter) the owner writes its shard to `out`.
 // Chunks of every shard are pipelined: while chunk k is encoded and sent, chunk k-1 is
 // reduced and chunk k-2's results are decoded.
-void twoShotReduce(Communicator& c, const Wire& w, const char* in, char* out,
+void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                    const std::vector<Range>& shards, bool allReduce);
 
 // Ring reduce: p-1 hops of reduce-scatter (each hop adds its input to the partial sum it got
 // and passes it on; compressed wires re-encode the partial sum at every hop), then, for
 // AllReduce, p-1 hops of all-gather relaying the owner's encoded result unchanged.
-void ringReduce(Communicator& c, const Wire& w, const char* in, char* out,
+void ringReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                 const std::vector<Range>& shards, bool allReduce);
 
 // AllGather: rank r's `count` elements land at out + r*count on every rank. Compressed wires
 // encode the own shard once and every rank decodes every shard (its own too).
-void directAllGather(Communicator& c, const Wire& w, const char* in, char* out, size_t count);
-void ringAllGather(Communicator& c, const Wire& w, const char* in, char* out, size_t count);
+void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);
+void ringAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);
 
 // Broadcast from root (exact): direct for few ranks, pipelined chain otherwise.
-void broadcast(Communicator& c, const char* in, char* out, size_t bytes, int root);
+void broadcast(HostExecutor& c, const char* in, char* out, size_t bytes, int root);
 // Reduce to root (exact), chunked.
-void reduceToRoot(Communicator& c, const char* in, char* out, size_t count, cocclDataType_t dt,
+void reduceToRoot(HostExecutor& c, const char* in, char* out, size_t count, cocclDataType_t dt,
                   cocclRedOp_t op, int root);
 
 }  // namespace coccl

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/host/host_executor.h"
 #include "collectives/host/algorithms.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
@@ -34,7 +34,7 @@ struct Chunks {
 };
 
 // The all-gather phase: fwd holds this rank's own segment's wire bytes per chunk.
-void ringGatherPhase(Communicator& c, const Wire& w, char* out, const std::vector<Range>& segs,
+void ringGatherPhase(HostExecutor& c, const Wire& w, char* out, const std::vector<Range>& segs,
                      size_t chunk, uint64_t tag, Chunks fwd, size_t& wireSent) {
   const int p = c.nranks(), me = c.rank(), next = (me + 1) % p, prev = mod(me - 1, p);
   const size_t es = w.elemSize();
@@ -77,7 +77,7 @@ void ringGatherPhase(Communicator& c, const Wire& w, char* out, const std::vecto
 
 }  // namespace
 
-void ringReduce(Communicator& c, const Wire& w, const char* in, char* out,
+void ringReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                 const std::vector<Range>& segs, bool allReduce) {
   const int p = c.nranks(), me = c.rank(), next = (me + 1) % p, prev = mod(me - 1, p);
   const size_t es = w.elemSize();
@@ -185,7 +185,7 @@ void ringReduce(Communicator& c, const Wire& w, const char* in, char* out,
   c.stats().wireBytesSent += wireSent;
 }
 
-void ringAllGather(Communicator& c, const Wire& w, const char* in, char* out, size_t count) {
+void ringAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count) {
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
   const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/host/host_executor.h"
 #include "collectives/host/algorithms.h"
 #include "collectives/host/reduce.h"
 
@@ -12,7 +12,7 @@ constexpr int kDirectMaxRanks = 4;
 uint64_t chunkTag(uint64_t base, size_t k) { return base | (static_cast<uint64_t>(k) & 0x7fffff); }
 }  // namespace
 
-void broadcast(Communicator& c, const char* in, char* out, size_t bytes, int root) {
+void broadcast(HostExecutor& c, const char* in, char* out, size_t bytes, int root) {
   const int p = c.nranks(), me = c.rank();
   if (bytes == 0) return;
   const uint64_t tag = c.nextCollectiveTag();
@@ -54,7 +54,7 @@ void broadcast(Communicator& c, const char* in, char* out, size_t bytes, int roo
   wt.waitAll(reqs, "broadcast chain sends");
 }
 
-void reduceToRoot(Communicator& c, const char* in, char* out, size_t count, cocclDataType_t dt,
+void reduceToRoot(HostExecutor& c, const char* in, char* out, size_t count, cocclDataType_t dt,
                   cocclRedOp_t op, int root) {
   const int p = c.nranks(), me = c.rank();
   if (count == 0) return;

@@ -1,7 +1,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/host/host_executor.h"
 #include "collectives/host/algorithms.h"
 #include "core/error.h"
 
@@ -42,7 +42,7 @@ constexpr size_t kSlots = 2 * kDepth + 2;  // posted, reducing, gathering, drain
 
 }  // namespace
 
-void twoShotReduce(Communicator& c, const Wire& w, const char* in, char* out,
+void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                    const std::vector<Range>& shards, bool allReduce) {
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
@@ -155,7 +155,7 @@ void twoShotReduce(Communicator& c, const Wire& w, const char* in, char* out,
   c.stats().wireBytesSent += wireSent;
 }
 
-void directAllGather(Communicator& c, const Wire& w, const char* in, char* out, size_t count) {
+void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count) {
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
   const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());

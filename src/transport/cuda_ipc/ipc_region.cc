@@ -7,7 +7,7 @@
 #include "core/bootstrap.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "transport/cuda_ipc/cuda_check.h"
+#include "mem/cuda_check.h"
 
 namespace coccl {
 namespace {

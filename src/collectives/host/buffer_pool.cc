@@ -1,4 +1,4 @@
-#include "collectives/buffer_pool.h"
+#include "collectives/host/buffer_pool.h"
 
 #include <cstdlib>
 

@@ -1,6 +1,6 @@
 // Exact (uncompressed) collective kernels, Send/Recv and the abort kernel (bodies in kernels.cuh).
-#include "collectives/device/kernels.cuh"
-#include "collectives/device/launch.h"
+#include "collectives/cuda_ipc/kernels.cuh"
+#include "collectives/cuda_ipc/launch.h"
 
 namespace coccl {
 namespace dev {

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "collectives/device/dev_types.h"
+#include "collectives/cuda_ipc/dev_types.h"
 
 namespace coccl {
 namespace dev {

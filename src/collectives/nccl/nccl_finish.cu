@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "collectives/device/nccl_path.h"
+#include "collectives/nccl/nccl_executor.h"
 #include "core/error.h"
 #include "kernels/float_convert.h"
 

@@ -1,4 +1,4 @@
-// Host side of the device collectives over the NCCL transport (see nccl_path.h).
+// The NCCL executor (nccl_executor.h).
 //
 // ---- Pipeline ------------------------------------------------------------------------------
 // S = the caller's stream (codec kernels), C = this communicator's internal stream (NCCL's
@@ -17,7 +17,7 @@
 // ReduceScatter and AllGather have three stages: a(k) S -> x(k) C -> b(k) S, issued
 //   a(0) x(0); for k: { a(k+1) x(k+1); b(k) }.
 // The last stage of a call is on S and waits for C's last transfer, so a call ends joined.
-#include "collectives/device/nccl_path.h"
+#include "collectives/nccl/nccl_executor.h"
 
 #include <cuda_runtime.h>
 
@@ -27,32 +27,32 @@
 #include <thread>
 
 #include "codecs/codec.h"
-#include "collectives/collectives.h"
-#include "collectives/communicator.h"
-#include "collectives/device/device_common.h"
 #include "collectives/host/layout.h"
 #include "collectives/host/reduce.h"
-#include "core/env.h"
+#include "core/agree.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/device_codec.h"
-#include "transport/cuda_ipc/cuda_check.h"
+#include "mem/cuda_check.h"
 #include "transport/nccl/nccl_transport.h"
 
 namespace coccl {
 namespace {
 
 constexpr int kSets = 2;
+
+bool codecOnDevice(const Codec* codec) {
+  return codec && codec->deviceDesc().kind != CodecKind::None;
+}
 enum Slot { kSend = 0, kRecv = 1, kRed = 2, kGath = 3 };
 
 }  // namespace
 
-struct NcclDevicePath::Impl {
-  Communicator& comm;
+struct NcclExecutor::Impl {
+  CommContext& comm;
   int device;
   int p, me;
   std::unique_ptr<NcclTransport> tr;
-  std::string reason;
   cudaStream_t side = nullptr;
   cudaEvent_t ev[4][kSets] = {};  // per stage boundary and set
   bool exactOnly = false;  // uncompressed operations only: no staging
@@ -65,7 +65,7 @@ struct NcclDevicePath::Impl {
   bool tailSet = false;
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
 
-  Impl(Communicator& c, int dev)
+  Impl(CommContext& c, int dev)
       : comm(c), device(dev), p(c.nranks()), me(c.rank()), ins(static_cast<size_t>(p)) {}
   ~Impl() {  // also after a constructor that failed half-way
     int prev = -1;
@@ -80,25 +80,6 @@ struct NcclDevicePath::Impl {
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
     if (prev >= 0) (void)cudaSetDevice(prev);
-  }
-
-  // A codec the NCCL path runs compressed: one with a device implementation, and (AllReduce,
-  // ReduceScatter: `reduces`) at most kernels::kMaxReduceInputs ranks, the codec kernels'
-  // limit; else the call is NCCL's exact one (said once).
-  bool compressible(const Codec* codec, bool reduces) const {
-    if (!codecOnDevice(codec)) return false;
-    if (exactOnly)
-      COCCL_THROW(cocclInternalError, "NCCL device path made for uncompressed operations got a codec");
-    if (reduces && p > kernels::kMaxReduceInputs) {
-      static std::atomic<bool> warned{false};
-      if (!warned.exchange(true))
-        COCCL_WARN(
-            "NCCL device path: %d ranks exceed the codec kernels' %d inputs: compressed "
-            "AllReduce / ReduceScatter run uncompressed (NCCL's)",
-            p, kernels::kMaxReduceInputs);
-      return false;
-    }
-    return true;
   }
 
   // True when s is being captured into a CUDA graph (or cannot be asked: the legacy stream
@@ -145,6 +126,10 @@ struct NcclDevicePath::Impl {
     const size_t g = static_cast<size_t>(d.block);
     return std::max(g, slotBytes / (g + 4) * g);
   }
+  void allReduce(const CollRequest& r, CollStats& stats);
+  void reduceScatter(const CollRequest& r, CollStats& stats);
+  void allGather(const CollRequest& r, CollStats& stats);
+
   cudaStream_t user(cocclStream_t s) const { return reinterpret_cast<cudaStream_t>(s); }
   // `to` waits for everything issued so far on `from` (event of stage boundary `b`, set k).
   void link(cudaStream_t from, cudaStream_t to, int b, size_t k) {
@@ -198,20 +183,22 @@ struct NcclDevicePath::Impl {
   }
 };
 
-NcclDevicePath::NcclDevicePath(Communicator& c, int device, bool exactOnly)
-    : impl_(std::make_unique<Impl>(c, device)) {
-  Impl& m = *impl_;
+NcclExecutor::NcclExecutor(CommContext& c, int device) : impl_(std::make_unique<Impl>(c, device)) {}
+
+std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bool exactOnly,
+                                                  std::string* why) {
+  std::unique_ptr<NcclExecutor> x(new NcclExecutor(c, device));
+  Impl& m = *x->impl_;
   m.exactOnly = exactOnly;
   DeviceGuard g(device);
-  m.tr = std::make_unique<NcclTransport>(c.bootstrap());
+  m.tr = std::make_unique<NcclTransport>(c.bootstrap());  // agrees across ranks itself
   if (!m.tr->usable()) {
-    m.reason = "NCCL transport: " + m.tr->reason();
-    m.tr.reset();
-    return;
+    *why = "NCCL transport: " + m.tr->reason();
+    return nullptr;
   }
   m.slotBytes = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
   const size_t slots = kSets * (3 * static_cast<size_t>(m.p) + 1);
-  std::string why;
+  std::string failure;
   try {
     if (!exactOnly) {
       void* st = nullptr;
@@ -227,73 +214,61 @@ NcclDevicePath::NcclDevicePath(Communicator& c, int device, bool exactOnly)
         COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
   } catch (const Error& e) {
-    why = e.what();
+    failure = e.what();
   }
   // Every rank must have its staging, and the same slot size (the pieces and the byte counts
-  // of every send and receive follow from it): all agree, or the path is off everywhere.
-  struct Agree {
-    uint64_t slotBytes;
-    int32_t ok;
-    int32_t pad;
-  };
-  std::vector<Agree> all(static_cast<size_t>(m.p));
-  all[static_cast<size_t>(m.me)] = Agree{m.slotBytes, why.empty() ? 1 : 0, 0};
-  c.bootstrap().allGather(all.data(), sizeof(Agree));
-  for (int r = 0; r < m.p && m.reason.empty(); ++r) {
-    const Agree& a = all[static_cast<size_t>(r)];
-    if (!a.ok)
-      m.reason = r == m.me ? "NCCL device path: " + why
-                           : format("NCCL device path: rank %d could not set up its staging", r);
-    else if (a.slotBytes != m.slotBytes && !m.exactOnly)  // exact-only: no slots
-      m.reason = format(
-          "NCCL device path: COCCL_CHUNK_BYTES differs across ranks (%llu here, "
-          "%llu on rank %d)",
-          static_cast<unsigned long long>(m.slotBytes),
-          static_cast<unsigned long long>(a.slotBytes), r);
-  }
-  if (!m.reason.empty()) {
-    m.tr.reset();
-    return;
+  // of every send and receive follow from it): all agree, or the executor is off everywhere.
+  std::string reason = agree(c.bootstrap(), failure);
+  if (reason.empty() && !exactOnly)  // exact-only: no slots
+    reason = agreeValues(c.bootstrap(), {{"COCCL_CHUNK_BYTES", m.slotBytes}});
+  if (!reason.empty()) {
+    *why = "NCCL executor: " + reason;
+    return nullptr;
   }
   if (exactOnly)
     COCCL_INFO(kLogInit | kLogCuda, "uncompressed device operations over NCCL %d: device %d",
                m.tr->version(), device);
   else
     COCCL_INFO(kLogInit | kLogCuda,
-               "device path on over NCCL %d: device %d, %zu-byte slots (%zu KiB staging)",
+               "NCCL executor on: NCCL %d, device %d, %zu-byte slots (%zu KiB staging)",
                m.tr->version(), device, m.slotBytes,
                (slots * m.slotBytes + 4 * m.slotBytes) >> 10);
+  return x;
 }
 
-NcclDevicePath::~NcclDevicePath() {
+NcclExecutor::~NcclExecutor() {
   Impl& m = *impl_;
   if (m.tr && asyncError() == cocclSuccess) {
     try {
       quiesce();
     } catch (const std::exception& e) {
-      COCCL_WARN("NCCL device path teardown: %s", e.what());
+      COCCL_WARN("NCCL executor teardown: %s", e.what());
       m.tr->abort();
     }
   }
   // ~Impl frees the events, the NCCL communicator, the stream and the staging, in that order.
 }
 
-bool NcclDevicePath::usable() const {
-  return impl_->tr != nullptr;
-}
-const std::string& NcclDevicePath::reason() const {
-  return impl_->reason;
+int NcclExecutor::cudaDevice() const { return impl_->device; }
+
+bool NcclExecutor::supports(const CollRequest& r) const {
+  if (r.mem != MemKind::Device) return false;
+  const Impl& m = *impl_;
+  if (m.exactOnly) return !r.codec && r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2;
+  if (!r.codec) return true;
+  const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
+  return codecOnDevice(r.codec) && !(reduces && m.p > kernels::kMaxReduceInputs);
 }
 
-cocclResult_t NcclDevicePath::asyncError() const {
+cocclResult_t NcclExecutor::asyncError() const {
   return impl_->tr ? impl_->tr->asyncError() : cocclSuccess;
 }
 
-void NcclDevicePath::abort() {
+void NcclExecutor::abort() {
   if (impl_->tr) impl_->tr->abort();
 }
 
-void NcclDevicePath::quiesce() {
+void NcclExecutor::quiesce() {
   Impl& m = *impl_;
   if (!m.tr) return;
   DeviceGuard g(m.device);
@@ -305,10 +280,10 @@ void NcclDevicePath::quiesce() {
     if (q != cudaErrorNotReady) COCCL_CUDA_CHECK(q);
     cocclResult_t e = m.tr->asyncError();
     if (e != cocclSuccess)
-      COCCL_THROW(e, "NCCL device path: the NCCL communicator failed (%s)", resultString(e));
+      COCCL_THROW(e, "NCCL executor: the NCCL communicator failed (%s)", resultString(e));
     if (std::chrono::steady_clock::now() > deadline)
       COCCL_THROW(cocclSystemError,
-                  "NCCL device path: transfers did not finish within COCCL_TIMEOUT_MS (%lld ms)",
+                  "NCCL executor: transfers did not finish within COCCL_TIMEOUT_MS (%lld ms)",
                   static_cast<long long>(tms));
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -317,28 +292,31 @@ void NcclDevicePath::quiesce() {
 
 // ---- collectives ------------------------------------------------------------------------------
 
-void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
-                               cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
-                               CollStats& stats) {
-  Impl& m = *impl_;
+void NcclExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
+  Impl& m = *this;
+  const void* in = r.in;
+  void* out = r.out;
+  const size_t count = r.count;
+  const cocclDataType_t dt = r.dt;
+  const cocclRedOp_t op = r.op;
+  const Codec* codec = r.codec;
+  const cocclStream_t stream = r.stream;
   const int p = m.p, me = m.me;
   const size_t es = dtypeSize(dt);
   DeviceGuard g(m.device);
-  if (!m.compressible(codec, true)) {
-    setStats(stats, count * es,
-             count * es * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p), nullptr, "nccl");
+  if (!codec) {  // NCCL's ring: 2 (p-1)/p of the message
+    stats.wireBytesSent = count * es * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p);
+    stats.algorithm = "nccl";
     m.tr->allReduce(in, out, count, dt, op, stream);
     return;
   }
   const CodecDesc d = codec->deviceDesc();
   const std::vector<Range> sh = balancedShards(count, p, static_cast<size_t>(d.block));
-  size_t wire = 0, longest = 0;
-  for (int j = 0; j < p; ++j) {
-    const size_t b = codec->encodedBytes(sh[j].count, dt);
-    wire += j == me ? b * static_cast<size_t>(p - 1) : b;
-    longest = std::max(longest, sh[j].count);
-  }
-  setStats(stats, count * es, wire, codec, "two-shot/nccl");
+  size_t longest = 0;
+  for (int j = 0; j < p; ++j) longest = std::max(longest, sh[j].count);
+  stats.wireBytesSent =
+      twoShotWireBytes(sh, me, [&](size_t n) { return codec->encodedBytes(n, dt); });
+  stats.algorithm = "two-shot/nccl";
   const size_t piece = m.pieceElems(d);
   const size_t K = numChunks(longest, piece);
   if (K == 0) return;
@@ -394,22 +372,27 @@ void NcclDevicePath::allReduce(const void* in, void* out, size_t count, cocclDat
   });
 }
 
-void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
-                                   cocclRedOp_t op, const Codec* codec, cocclStream_t stream,
-                                   CollStats& stats) {
-  Impl& m = *impl_;
+void NcclExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
+  Impl& m = *this;
+  const void* in = r.in;
+  void* out = r.out;
+  const size_t recvcount = r.count;
+  const cocclDataType_t dt = r.dt;
+  const cocclRedOp_t op = r.op;
+  const Codec* codec = r.codec;
+  const cocclStream_t stream = r.stream;
   const int p = m.p, me = m.me;
   const size_t es = dtypeSize(dt);
-  const size_t logical = recvcount * static_cast<size_t>(p) * es;
   DeviceGuard g(m.device);
-  if (!m.compressible(codec, true)) {
-    setStats(stats, logical, recvcount * es * static_cast<size_t>(p - 1), nullptr, "nccl");
+  if (!codec) {
+    stats.wireBytesSent = directWireBytes(recvcount * es, p);
+    stats.algorithm = "nccl";
     m.tr->reduceScatter(in, out, recvcount, dt, op, stream);
     return;
   }
   const CodecDesc d = codec->deviceDesc();
-  setStats(stats, logical, codec->encodedBytes(recvcount, dt) * static_cast<size_t>(p - 1), codec,
-           "direct/nccl");
+  stats.wireBytesSent = directWireBytes(codec->encodedBytes(recvcount, dt), p);
+  stats.algorithm = "direct/nccl";
   const size_t piece = m.pieceElems(d);
   const size_t K = numChunks(recvcount, piece);
   if (K == 0) return;
@@ -453,21 +436,26 @@ void NcclDevicePath::reduceScatter(const void* in, void* out, size_t recvcount, 
   });
 }
 
-void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
-                               const Codec* codec, cocclStream_t stream, CollStats& stats) {
-  Impl& m = *impl_;
+void NcclExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
+  Impl& m = *this;
+  const void* in = r.in;
+  void* out = r.out;
+  const size_t sendcount = r.count;
+  const cocclDataType_t dt = r.dt;
+  const Codec* codec = r.codec;
+  const cocclStream_t stream = r.stream;
   const int p = m.p, me = m.me;
   const size_t es = dtypeSize(dt);
-  const size_t logical = sendcount * static_cast<size_t>(p) * es;
   DeviceGuard g(m.device);
-  if (!m.compressible(codec, false)) {
-    setStats(stats, logical, sendcount * es * static_cast<size_t>(p - 1), nullptr, "nccl");
+  if (!codec) {
+    stats.wireBytesSent = directWireBytes(sendcount * es, p);
+    stats.algorithm = "nccl";
     m.tr->allGather(in, out, sendcount, dt, stream);
     return;
   }
   const CodecDesc d = codec->deviceDesc();
-  setStats(stats, logical, codec->encodedBytes(sendcount, dt) * static_cast<size_t>(p - 1), codec,
-           "direct/nccl");
+  stats.wireBytesSent = directWireBytes(codec->encodedBytes(sendcount, dt), p);
+  stats.algorithm = "direct/nccl";
   const size_t piece = m.pieceElems(d);
   const size_t K = numChunks(sendcount, piece);
   if (K == 0) return;
@@ -499,37 +487,43 @@ void NcclDevicePath::allGather(const void* in, void* out, size_t sendcount, cocc
   });
 }
 
-void NcclDevicePath::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt,
-                               int root, cocclStream_t stream, CollStats& stats) {
+void NcclExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
-  const size_t bytes = count * dtypeSize(dt);
-  setStats(stats, bytes, bytes, nullptr, "nccl");
+  switch (r.coll) {
+    case Coll::AllReduce: return m.allReduce(r, stats);
+    case Coll::ReduceScatter: return m.reduceScatter(r, stats);
+    case Coll::AllGather: return m.allGather(r, stats);
+    default: break;
+  }
+  const size_t bytes = r.count * dtypeSize(r.dt);
+  stats.algorithm = "nccl";
   DeviceGuard g(m.device);
-  m.tr->broadcast(in, out, count, dt, root, stream);
+  if (r.coll == Coll::Broadcast) {
+    stats.wireBytesSent = bytes;
+    m.tr->broadcast(r.in, r.out, r.count, r.dt, r.root, r.stream);
+  } else if (r.coll == Coll::Reduce) {
+    stats.wireBytesSent = m.me == r.root ? 0 : bytes;
+    m.tr->reduce(r.in, r.out, r.count, r.dt, r.op, r.root, r.stream);
+  } else {
+    COCCL_THROW(cocclInternalError, "NCCL executor: Send/Recv go through runP2P");
+  }
 }
 
-void NcclDevicePath::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
-                            cocclRedOp_t op, int root, cocclStream_t stream, CollStats& stats) {
-  Impl& m = *impl_;
-  const size_t bytes = count * dtypeSize(dt);
-  setStats(stats, bytes, m.me == root ? 0 : bytes, nullptr, "nccl");
-  DeviceGuard g(m.device);
-  m.tr->reduce(in, out, count, dt, op, root, stream);
-}
-
-void NcclDevicePath::pointToPoint(const std::vector<P2POp>& ops, CollStats& stats) {
+void NcclExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& stats) {
   Impl& m = *impl_;
   size_t sent = 0;
-  for (const P2POp& o : ops)
-    if (o.send) sent += o.bytes;
-  setStats(stats, sent, sent, nullptr, "p2p/nccl");
+  for (const CollRequest& o : ops)
+    if (o.coll == Coll::Send) sent += o.count * dtypeSize(o.dt);
+  stats.wireBytesSent = sent;
+  stats.algorithm = "p2p/nccl";
   DeviceGuard g(m.device);
   m.tr->group([&] {
-    for (const P2POp& o : ops) {
-      if (o.send)
-        m.tr->send(o.buf, o.bytes, o.peer, o.stream);
+    for (const CollRequest& o : ops) {
+      const size_t bytes = o.count * dtypeSize(o.dt);
+      if (o.coll == Coll::Send)
+        m.tr->send(o.in, bytes, o.peer(), o.stream);
       else
-        m.tr->recv(o.buf, o.bytes, o.peer, o.stream);
+        m.tr->recv(o.out, bytes, o.peer(), o.stream);
     }
   });
 }

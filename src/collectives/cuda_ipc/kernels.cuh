@@ -22,9 +22,9 @@
 
 #include <cstdint>
 
-#include "collectives/device/codec_ops.cuh"
-#include "collectives/device/exact_reduce.cuh"
-#include "collectives/device/kernel_common.cuh"
+#include "collectives/cuda_ipc/codec_ops.cuh"
+#include "collectives/cuda_ipc/exact_reduce.cuh"
+#include "collectives/cuda_ipc/kernel_common.cuh"
 
 namespace coccl {
 namespace dev {

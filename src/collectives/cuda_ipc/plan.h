@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "coccl.h"
-#include "collectives/device/dev_types.h"
+#include "collectives/cuda_ipc/dev_types.h"
 #include "collectives/host/layout.h"
 
 namespace coccl {

@@ -1,4 +1,4 @@
-#include "collectives/device/memtype.h"
+#include "mem/memtype.h"
 
 #include <dlfcn.h>
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "collectives/device/dev_types.h"
+#include "collectives/cuda_ipc/dev_types.h"
 #include "transport/cuda_ipc/device_flags.cuh"
 
 namespace coccl {

@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "coccl.h"
-#include "collectives/device/kernel_common.cuh"
+#include "collectives/cuda_ipc/kernel_common.cuh"
 #include "kernels/float_convert.h"
 #include "kernels/fp8.h"
 

@@ -1,0 +1,431 @@
+// The CUDA IPC executor (cuda_ipc_executor.h): staging setup, per-call planning, kernel launch.
+//
+// ---- Protocol ------------------------------------------------------------------------------
+// Each rank owns one CUDA IPC region (layout in dev_types.h) holding flags and staging
+// sub-slots; every rank maps every other rank's region. A collective call is one kernel of NB
+// blocks on the caller's stream. Block b of every rank forms channel b: it only touches flag
+// [.][b] and sub-slot [.][b] entries, so channels are independent and no block ever waits for
+// another block of its own grid. A message is processed in rounds sized to the sub-slots; in a
+// round each channel moves one "part" (a whole number of codec blocks) of every shard.
+//
+// Round numbers. Every (rank, peer, channel) keeps seq = the number of rounds this pair ran on
+// this channel, in device memory (region seq[q][b]); the kernel reads it at start, advances it
+// per round and writes it back at the end, so a captured CUDA graph replays with fresh numbers
+// and no host-side value is baked into it. Collectives advance every pair; Send/Recv only the
+// pairs involved (both ends agree, as they post matching operations). A second per-channel
+// counter cseq counts collective rounds (identical on every rank); it picks the outbox parity.
+//
+// Flags (u64, monotonic, in the waiter's memory; stored with st.release.sys after the data,
+// polled with ld.acquire.sys; waits bounded by COCCL_TIMEOUT_MS on %globaltimer):
+//   x.push[q][b] = s   q's round-s data for x is in x's inbox (slot of q, parity s & 1)
+//   x.pull[q][b] = s   q's outbox (parity cseq & 1) holds its round-s result for x to read
+//   x.free[q][b] = s   q finished reading, for every round <= s, what x staged for it
+// Reuse rule (why single flags and two parities suffice): before writing a sub-slot for round
+// s, the writer waits free >= s - 2 from every reader of it. The reader raises free = s only at
+// the end of its round s, after its last read of round s; the writer's round s+2 uses the same
+// parity as round s and is the first to overwrite it. Round s+1 uses the other parity, so a
+// fast writer runs one round ahead without waiting. A waiter compares with >=, so a flag that
+// already moved on to s+1 still releases the round-s wait (round s+1 wrote the other parity).
+// For the outbox, whose parity follows cseq while free carries pair numbers: between two uses
+// of one outbox parity both counters advanced by >= 2 (pair numbers also advance on
+// Send/Recv), so free >= pairseq - 2 again covers the earlier use.
+// AllReduce needs no extra synchronisation from this: a writer reaching round s has already
+// seen every owner's round-(s-1) result flag, raised after that owner's end of round s-2.
+//
+// Failure: a wait that times out, sees the abort word (host-mapped, raised by cocclCommAbort)
+// or a poisoned flag (~0, raised by a failed peer) records the error in host-mapped memory
+// (cocclCommGetAsyncError), and the block poisons every flag it would raise at its peers and
+// exits; later kernels of the communicator exit at once.
+#include "collectives/cuda_ipc/cuda_ipc_executor.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "codecs/codec.h"
+#include "collectives/cuda_ipc/dev_types.h"
+#include "collectives/cuda_ipc/launch.h"
+#include "collectives/cuda_ipc/plan.h"
+#include "collectives/host/layout.h"
+#include "collectives/host/reduce.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "mem/cuda_check.h"
+#include "transport/cuda_ipc/ipc_region.h"
+
+namespace coccl {
+namespace {
+
+constexpr int kEvents = 8;  // streams a group of send/recv may span
+
+bool codecOnDevice(const Codec* codec) {
+  return codec && codec->deviceDesc().kind != CodecKind::None;
+}
+
+}  // namespace
+
+struct CudaIpcExecutor::Impl {
+  CommContext& comm;
+  int device = -1;
+  int nblocks = 0;
+  dev::Layout lay;
+  std::unique_ptr<CudaIpcRegion> region;
+  dev::HostState* host = nullptr;     // host view of the mapped state
+  dev::HostState* hostDev = nullptr;  // its device view
+  dev::Ctx* ctx = nullptr;            // device memory
+  cudaStream_t side = nullptr;        // internal stream (abort)
+  cudaEvent_t joinIn[kEvents] = {};
+  cudaEvent_t joinOut = nullptr;
+  bool used = false;
+  bool aborted = false;
+
+  explicit Impl(CommContext& c) : comm(c) {}
+  ~Impl();
+
+  void launched(cudaError_t e, const char* what) {
+    used = true;
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      COCCL_THROW(cocclUnhandledCudaError, "%s kernel launch failed: %s (%s)", what,
+                  cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+  }
+  dev::Planner planner() const {
+    dev::Planner pl;
+    pl.lay = lay;
+    pl.nblocks = nblocks;
+    pl.nranks = comm.nranks();
+    pl.rank = comm.rank();
+    return pl;
+  }
+  void allReduce(const CollRequest& r, CollStats& stats);
+  void reduceScatter(const CollRequest& r, CollStats& stats);
+  void allGather(const CollRequest& r, CollStats& stats);
+  void broadcast(const CollRequest& r, CollStats& stats);
+  void reduce(const CollRequest& r, CollStats& stats);
+};
+
+CudaIpcExecutor::Impl::~Impl() {
+  if (device < 0) return;
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  (void)cudaSetDevice(device);
+  if (side) COCCL_CUDA_WARN(cudaStreamSynchronize(side));
+  for (cudaEvent_t& e : joinIn)
+    if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
+  if (joinOut) COCCL_CUDA_WARN(cudaEventDestroy(joinOut));
+  if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
+  if (ctx) COCCL_CUDA_WARN(cudaFree(ctx));  // waits for this process's kernels
+  region.reset();
+  if (host) COCCL_CUDA_WARN(cudaFreeHost(host));
+  if (prev >= 0) (void)cudaSetDevice(prev);
+}
+
+CudaIpcExecutor::CudaIpcExecutor(CommContext& ctx) : impl_(std::make_unique<Impl>(ctx)) {}
+
+CudaIpcExecutor::~CudaIpcExecutor() {
+  if (!impl_ || !impl_->region) return;
+  Impl& m = *impl_;
+  // A region must not be freed while a peer still reads it or maps it: wait until the peers
+  // consumed what this rank staged, unmap theirs, then meet them (bootstrap barrier) before
+  // freeing ours. After an abort or a failure: no waiting (peers are gone or were told).
+  const bool healthy = !m.aborted && asyncError() == cocclSuccess && !m.comm.aborted() &&
+                       !m.comm.bootstrap().aborted();
+  if (healthy) {
+    try {
+      quiesce();
+    } catch (const std::exception& e) {
+      COCCL_WARN("CUDA IPC executor teardown: %s", e.what());
+    }
+  }
+  {
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+    (void)cudaSetDevice(m.device);
+    if (m.side) COCCL_CUDA_WARN(cudaStreamSynchronize(m.side));
+    COCCL_CUDA_WARN(cudaDeviceSynchronize());
+    if (prev >= 0) (void)cudaSetDevice(prev);
+  }
+  m.region->closePeers();
+  if (healthy) {
+    try {
+      m.comm.bootstrap().barrier();
+    } catch (const std::exception& e) {
+      COCCL_WARN("CUDA IPC executor teardown: peers did not all reach destroy: %s", e.what());
+    }
+  }
+}
+
+std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev, int nblocks,
+                                                        std::string* why) {
+  std::unique_ptr<CudaIpcExecutor> x(new CudaIpcExecutor(c));
+  Impl& m = *x->impl_;
+  const int p = c.nranks();
+  if (p > dev::kMaxRanks) dev = -1;  // every rank sees the same p: all agree
+  m.nblocks = nblocks;
+  m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(c.config().deviceStagingBytes));
+  std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
+                                 static_cast<uint64_t>(dev::kThreads)};
+  m.region = std::make_unique<CudaIpcRegion>(c.bootstrap(), dev, m.lay.total, agree,
+                                             c.topology().ranks[c.rank()].hostHash);
+  if (!m.region->usable()) {
+    *why = p > dev::kMaxRanks
+               ? format("%d ranks (the device path takes at most %d)", p, dev::kMaxRanks)
+               : m.region->reason();
+    m.region.reset();
+    return nullptr;
+  }
+  m.device = dev;
+  DeviceGuard g(dev);
+  void* hp = nullptr;
+  COCCL_CUDA_CHECK(cudaHostAlloc(&hp, sizeof(dev::HostState), cudaHostAllocMapped));
+  m.host = static_cast<dev::HostState*>(hp);
+  std::memset(hp, 0, sizeof(dev::HostState));
+  void* dp = nullptr;
+  COCCL_CUDA_CHECK(cudaHostGetDevicePointer(&dp, hp, 0));
+  m.hostDev = static_cast<dev::HostState*>(dp);
+  dev::Ctx ctx{};
+  ctx.rank = c.rank();
+  ctx.nranks = p;
+  ctx.nblocks = m.nblocks;
+  const int64_t tms = c.config().timeoutMs;
+  ctx.timeoutNs = static_cast<uint64_t>(tms > 0 ? tms : 300000) * 1000000ull;
+  ctx.lay = m.lay;
+  ctx.host = m.hostDev;
+  for (int r = 0; r < p; ++r) ctx.base[r] = m.region->peer(r);
+  void* cp = nullptr;
+  COCCL_CUDA_CHECK(cudaMalloc(&cp, sizeof(dev::Ctx)));
+  m.ctx = static_cast<dev::Ctx*>(cp);
+  COCCL_CUDA_CHECK(cudaMemcpy(cp, &ctx, sizeof(ctx), cudaMemcpyHostToDevice));
+  COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
+  for (cudaEvent_t& ev : m.joinIn)
+    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.joinOut, cudaEventDisableTiming));
+  COCCL_INFO(kLogInit | kLogCuda,
+             "CUDA IPC executor on: device %d, %d blocks x %d threads, %llu-byte sub-slots, "
+             "%llu-byte region",
+             dev, m.nblocks, dev::kThreads, static_cast<unsigned long long>(m.lay.sub),
+             static_cast<unsigned long long>(m.lay.total));
+  return x;
+}
+
+int CudaIpcExecutor::cudaDevice() const { return impl_->device; }
+
+bool CudaIpcExecutor::supports(const CollRequest& r) const {
+  return r.mem == MemKind::Device && (!r.codec || codecOnDevice(r.codec));
+}
+
+cocclResult_t CudaIpcExecutor::asyncError() const {
+  if (!impl_->host) return cocclSuccess;
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&impl_->host->error);
+  switch (e) {
+    case dev::kDevOk: return cocclSuccess;
+    case dev::kDevTimeout: return cocclSystemError;
+    case dev::kDevPeerFailed: return cocclRemoteError;
+    default: return cocclInvalidUsage;
+  }
+}
+
+void CudaIpcExecutor::abort() {
+  Impl& m = *impl_;
+  if (!m.host || m.aborted) return;
+  m.aborted = true;
+  m.host->abort = 1u;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Release peers that wait on this rank even when no kernel of ours is running.
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  if (cudaSetDevice(m.device) == cudaSuccess) {
+    cudaError_t e = dev::launchPoison(m.ctx, m.nblocks, m.side);
+    if (e != cudaSuccess) COCCL_WARN("abort: poison kernel: %s", cudaGetErrorString(e));
+  }
+  (void)cudaGetLastError();
+  if (prev >= 0) (void)cudaSetDevice(prev);
+}
+
+void CudaIpcExecutor::quiesce() {
+  Impl& m = *impl_;
+  if (!m.region || !m.used) return;
+  DeviceGuard g(m.device);
+  COCCL_CUDA_CHECK(cudaDeviceSynchronize());
+  if (asyncError() != cocclSuccess || m.aborted) return;
+  // Wait until every peer acknowledged (free >= seq) everything this rank staged for it.
+  const int p = m.comm.nranks(), nb = m.nblocks, me = m.comm.rank();
+  const size_t n = static_cast<size_t>(p) * static_cast<size_t>(nb);
+  std::vector<uint64_t> seq(n), fr(n);
+  char* base = m.region->local();
+  COCCL_CUDA_CHECK(cudaMemcpy(seq.data(), base + m.lay.offSeq, n * 8, cudaMemcpyDeviceToHost));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::max<int64_t>(m.comm.config().timeoutMs, 1));
+  for (;;) {
+    COCCL_CUDA_CHECK(cudaMemcpy(fr.data(), base + m.lay.offFree, n * 8, cudaMemcpyDeviceToHost));
+    bool done = true;
+    for (int q = 0; q < p && done; ++q)
+      for (int b = 0; b < nb && done; ++b) {
+        const size_t i = static_cast<size_t>(q) * static_cast<size_t>(nb) + static_cast<size_t>(b);
+        if (q != me && fr[i] < seq[i]) done = false;
+      }
+    if (done) return;
+    m.comm.bootstrap().checkPeers();  // a dead peer: cocclRemoteError
+    if (m.comm.aborted()) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      COCCL_THROW(cocclSystemError,
+                  "device path: peers did not consume this rank's staged data within "
+                  "COCCL_TIMEOUT_MS (%lld ms)",
+                  static_cast<long long>(m.comm.config().timeoutMs));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// ---- collectives ------------------------------------------------------------------------------
+
+namespace {
+
+cudaError_t launchReduceCodec(const dev::Ctx* ctx, const dev::ReduceArgs& a, int nb,
+                              cudaStream_t s) {
+  switch (a.dtype) {
+    case cocclBfloat16: return dev::launchReduceCodecBf16(ctx, a, nb, s);
+    case cocclFloat16: return dev::launchReduceCodecFp16(ctx, a, nb, s);
+    default: return dev::launchReduceCodecFp32(ctx, a, nb, s);
+  }
+}
+
+cudaError_t launchGatherCodec(const dev::Ctx* ctx, const dev::GatherArgs& a, int nb,
+                              cudaStream_t s) {
+  switch (a.dtype) {
+    case cocclBfloat16: return dev::launchGatherCodecBf16(ctx, a, nb, s);
+    case cocclFloat16: return dev::launchGatherCodecFp16(ctx, a, nb, s);
+    default: return dev::launchGatherCodecFp32(ctx, a, nb, s);
+  }
+}
+
+cudaStream_t streamOf(const CollRequest& r) { return reinterpret_cast<cudaStream_t>(r.stream); }
+
+}  // namespace
+
+void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
+  Impl& m = *impl_;
+  switch (r.coll) {
+    case Coll::AllReduce: return m.allReduce(r, stats);
+    case Coll::ReduceScatter: return m.reduceScatter(r, stats);
+    case Coll::AllGather: return m.allGather(r, stats);
+    case Coll::Broadcast: return m.broadcast(r, stats);
+    case Coll::Reduce: return m.reduce(r, stats);
+    default: COCCL_THROW(cocclInternalError, "CUDA IPC executor: Send/Recv go through runP2P");
+  }
+}
+
+void CudaIpcExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
+  const int p = comm.nranks(), me = comm.rank();
+  const size_t es = dtypeSize(r.dt);
+  const Codec* codec = r.codec;
+  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
+  const dev::ReduceArgs a = planner().reduce(dev::Coll::AllReduce, r.in, r.out, r.count,
+                                             static_cast<int>(es), r.dt, r.op, 0,
+                                             codec ? &desc : nullptr);
+  stats.wireBytesSent = twoShotWireBytes(balancedShards(r.count, p, a.unit), me, [&](size_t n) {
+    return codec ? codec->encodedBytes(n, r.dt) : n * es;
+  });
+  stats.algorithm = "two-shot";
+  DeviceGuard g(device);
+  launched(codec ? launchReduceCodec(ctx, a, a.nblocks, streamOf(r))
+                 : dev::launchReduceExact(ctx, a, a.nblocks, streamOf(r)),
+           "AllReduce");
+}
+
+void CudaIpcExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
+  const size_t es = dtypeSize(r.dt);
+  const Codec* codec = r.codec;
+  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
+  const dev::ReduceArgs a = planner().reduce(dev::Coll::ReduceScatter, r.in, r.out, r.count,
+                                             static_cast<int>(es), r.dt, r.op, 0,
+                                             codec ? &desc : nullptr);
+  stats.wireBytesSent = directWireBytes(
+      codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
+  stats.algorithm = "two-shot";
+  DeviceGuard g(device);
+  launched(codec ? launchReduceCodec(ctx, a, a.nblocks, streamOf(r))
+                 : dev::launchReduceExact(ctx, a, a.nblocks, streamOf(r)),
+           "ReduceScatter");
+}
+
+void CudaIpcExecutor::Impl::reduce(const CollRequest& r, CollStats& stats) {
+  const size_t es = dtypeSize(r.dt);
+  const dev::ReduceArgs a = planner().reduce(dev::Coll::Reduce, r.in, r.out, r.count,
+                                             static_cast<int>(es), r.dt, r.op, r.root, nullptr);
+  stats.wireBytesSent = comm.rank() == r.root ? 0 : r.count * es;
+  stats.algorithm = "direct";
+  DeviceGuard g(device);
+  launched(dev::launchReduceExact(ctx, a, a.nblocks, streamOf(r)), "Reduce");
+}
+
+void CudaIpcExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
+  const size_t es = dtypeSize(r.dt);
+  const Codec* codec = r.codec;
+  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
+  const dev::GatherArgs a = planner().gather(dev::Coll::AllGather, r.in, r.out, r.count,
+                                             static_cast<int>(es), r.dt, 0,
+                                             codec ? &desc : nullptr);
+  stats.wireBytesSent = directWireBytes(
+      codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
+  stats.algorithm = "direct";
+  DeviceGuard g(device);
+  launched(codec ? launchGatherCodec(ctx, a, a.nblocks, streamOf(r))
+                 : dev::launchGatherExact(ctx, a, a.nblocks, streamOf(r)),
+           "AllGather");
+}
+
+void CudaIpcExecutor::Impl::broadcast(const CollRequest& r, CollStats& stats) {
+  const int me = comm.rank();
+  const size_t es = dtypeSize(r.dt), bytes = r.count * es;
+  const dev::GatherArgs a =
+      planner().gather(dev::Coll::Broadcast, me == r.root ? r.in : nullptr, r.out, r.count,
+                       static_cast<int>(es), r.dt, r.root, nullptr);
+  stats.wireBytesSent = me == r.root ? directWireBytes(bytes, comm.nranks()) : 0;
+  stats.algorithm = "direct";
+  DeviceGuard g(device);
+  launched(dev::launchGatherExact(ctx, a, a.nblocks, streamOf(r)), "Broadcast");
+}
+
+void CudaIpcExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& stats) {
+  Impl& m = *impl_;
+  COCCL_CHECK_USAGE(ops.size() <= static_cast<size_t>(dev::kMaxP2P),
+                    "a group holds %zu device sends/receives on one communicator (at most %d)",
+                    ops.size(), dev::kMaxP2P);
+  std::vector<dev::P2PMsg> msgs;
+  size_t sent = 0;
+  std::vector<cudaStream_t> streams;
+  for (const CollRequest& o : ops) {
+    const bool send = o.coll == Coll::Send;
+    const size_t bytes = o.count * dtypeSize(o.dt);
+    msgs.push_back(dev::P2PMsg{o.p2pBuffer(), bytes, o.peer(), send ? 1 : 0});
+    if (send) sent += bytes;
+    cudaStream_t s = streamOf(o);
+    if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+  }
+  dev::P2PArgs a;
+  COCCL_CHECK_ARG(m.planner().p2p(msgs, &a), "send/receive too large");
+  COCCL_CHECK_USAGE(streams.size() <= static_cast<size_t>(kEvents),
+                    "a group of device sends/receives spans %zu streams (at most %d)",
+                    streams.size(), kEvents);
+  stats.wireBytesSent = sent;
+  stats.algorithm = "p2p";
+  DeviceGuard g(m.device);
+  cudaStream_t s0 = streams.empty() ? nullptr : streams[0];
+  for (size_t i = 1; i < streams.size(); ++i) {
+    COCCL_CUDA_CHECK(cudaEventRecord(m.joinIn[i], streams[i]));
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s0, m.joinIn[i], 0));
+  }
+  m.launched(dev::launchP2P(m.ctx, a, a.nblocks, s0), "Send/Recv");
+  if (streams.size() > 1) {
+    COCCL_CUDA_CHECK(cudaEventRecord(m.joinOut, s0));
+    for (size_t i = 1; i < streams.size(); ++i)
+      COCCL_CUDA_CHECK(cudaStreamWaitEvent(streams[i], m.joinOut, 0));
+  }
+}
+
+}  // namespace coccl

@@ -1,0 +1,88 @@
+// Probing the device executors at init (device_executors.h).
+#include "collectives/device_executors.h"
+
+#include "collectives/cuda_ipc/cuda_ipc_executor.h"
+#include "collectives/cuda_ipc/dev_types.h"
+#include "collectives/nccl/nccl_executor.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "mem/cuda_device.h"
+
+namespace coccl {
+
+bool deviceExecutorsBuilt() { return true; }
+
+DeviceExecutors probeDeviceExecutors(CommContext& c) {
+  DeviceExecutors d;
+  const CommConfig& cfg = c.config();
+  const int p = c.nranks();
+  const int dev = cfg.cudaDevice;  // recorded by cocclCommInitRank on the caller's thread
+  // Every decision below is taken from values all ranks share: first the settings and devices.
+  const std::string& tp = cfg.deviceTransport;
+  const int32_t tpCode = tp == "nccl" ? 2 : tp == "cuda_ipc" ? 1 : 0;
+  const std::string& ex = cfg.deviceExact;
+  const int32_t exCode = ex == "nccl" ? 2 : ex == "coccl" ? 1 : 0;
+  struct RankDev {
+    int32_t device;     // ordinal, -1 none
+    int32_t settings;   // tpCode + 4 * exCode
+    uint64_t gpu;       // hash of the GPU's UUID (0 none): equal = one GPU shared
+  };
+  std::vector<RankDev> devs(static_cast<size_t>(p));
+  devs[static_cast<size_t>(c.rank())] = RankDev{dev, tpCode + 4 * exCode, gpuIdentity(dev)};
+  c.bootstrap().allGather(devs.data(), sizeof(RankDev));
+  bool allDevices = true, sameSettings = true, sharedGpu = false;
+  for (int r = 0; r < p; ++r) {
+    const RankDev& x = devs[static_cast<size_t>(r)];
+    allDevices = allDevices && x.device >= 0;
+    sameSettings = sameSettings && x.settings == tpCode + 4 * exCode;
+    for (int q = 0; q < r; ++q)
+      sharedGpu = sharedGpu || (x.gpu != 0 && devs[static_cast<size_t>(q)].gpu == x.gpu);
+  }
+  if (!sameSettings) {
+    d.reason = "COCCL_DEVICE_TRANSPORT or COCCL_DEVICE_EXACT differs across ranks";
+    return d;
+  }
+  auto tryNccl = [&](const std::string& before) {
+    if (!allDevices) {
+      d.reason = before + "not every rank has a CUDA device";
+      return;
+    }
+    std::string why;
+    if (auto x = NcclExecutor::probe(c, dev, /*exactOnly=*/false, &why))
+      d.list.push_back(std::move(x));
+    else
+      d.reason = before + why;
+  };
+  if (tp == "nccl") {
+    tryNccl("");
+    return d;
+  }
+  const int nblocks = cfg.deviceBlocks > 0 ? static_cast<int>(cfg.deviceBlocks)
+                      : sharedGpu          ? dev::kAutoBlocksSharedGpu
+                                           : dev::kAutoBlocksOwnGpu;
+  std::string why;
+  auto ipc = CudaIpcExecutor::probe(c, dev, nblocks, &why);
+  if (!ipc) {
+    d.reason = why;
+    if (tp == "auto") tryNccl("CUDA IPC: " + why + "; NCCL: ");
+    return d;
+  }
+  // The exact operations over the real NCCL: asked for, or (auto) when every rank has its own
+  // GPU (NCCL refuses two ranks on one GPU; over NVLink its collectives beat coccl's exact
+  // kernels, perf/RESULTS.md). The probe agrees across ranks: on everywhere or nowhere.
+  if (p > 1 && (exCode == 2 || (exCode == 0 && !sharedGpu && allDevices))) {
+    std::string whyExact;
+    if (auto x = NcclExecutor::probe(c, dev, /*exactOnly=*/true, &whyExact))
+      d.list.push_back(std::move(x));
+    else if (exCode == 2)
+      COCCL_WARN("COCCL_DEVICE_EXACT=nccl: %s; coccl's kernels run the uncompressed "
+                 "operations", whyExact.c_str());
+    else
+      COCCL_INFO(kLogInit, "uncompressed device operations on coccl's kernels (%s)",
+                 whyExact.c_str());
+  }
+  d.list.push_back(std::move(ipc));
+  return d;
+}
+
+}  // namespace coccl

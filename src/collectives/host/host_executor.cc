@@ -1,0 +1,142 @@
+#include "collectives/host/host_executor.h"
+
+#include <cstring>
+
+#include "collectives/host/algorithms.h"
+#include "collectives/host/reduce.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace coccl {
+namespace {
+constexpr uint64_t kSeqBits = 22;
+constexpr uint64_t kSubBits = 24;
+constexpr uint64_t kP2pSeqMask = (uint64_t{1} << (kSeqBits + kSubBits)) - 1;
+enum class TagKind : uint64_t { Collective = 0, P2P = 1 };
+
+uint64_t kindBits(TagKind k) { return static_cast<uint64_t>(k) << (kSeqBits + kSubBits); }
+
+bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+}  // namespace
+
+HostExecutor::HostExecutor(CommContext& ctx) : ctx_(ctx) {
+  transport_ = makeUcxTransport(ctx.bootstrap(), ctx.topology());
+  waiter_ = std::make_unique<Waiter>(*transport_, ctx.bootstrap(), ctx.abortFlag(),
+                                     ctx.config().timeoutMs);
+  sendSeq_.assign(static_cast<size_t>(ctx.nranks()), 0);
+  recvSeq_.assign(static_cast<size_t>(ctx.nranks()), 0);
+}
+
+HostExecutor::~HostExecutor() {
+  waiter_.reset();
+  if (transport_) transport_->close();
+  transport_.reset();
+}
+
+uint64_t HostExecutor::nextCollectiveTag() {
+  uint64_t seq = collSeq_++ & ((uint64_t{1} << kSeqBits) - 1);
+  return kindBits(TagKind::Collective) | (seq << kSubBits);
+}
+
+uint64_t HostExecutor::nextSendTag(int peer) {
+  return kindBits(TagKind::P2P) | (sendSeq_[static_cast<size_t>(peer)]++ & kP2pSeqMask);
+}
+
+uint64_t HostExecutor::nextRecvTag(int peer) {
+  return kindBits(TagKind::P2P) | (recvSeq_[static_cast<size_t>(peer)]++ & kP2pSeqMask);
+}
+
+bool HostExecutor::useRing() const {
+  if (nranks() <= 2) return false;
+  const std::string& a = config().algo;
+  if (a == "ring") return true;
+  if (a == "two-shot" || a == "direct") return false;
+  return nranks() >= config().ringMinRanks;
+}
+
+void HostExecutor::run(const CollRequest& r, CollStats& stats) {
+  stats_ = &stats;
+  stats.wireBytesSent = 0;
+  const auto* in = static_cast<const char*>(r.in);
+  auto* out = static_cast<char*>(r.out);
+  const bool ring = useRing();
+  switch (r.coll) {
+    case Coll::AllReduce:
+    case Coll::ReduceScatter: {
+      const Wire w(r.codec, r.dt, r.op, nranks());
+      const bool all = r.coll == Coll::AllReduce;
+      stats.algorithm = ring ? "ring" : "two-shot";
+      COCCL_TRACE(kLogColl, "%s count %zu %s op %d codec %s algo %s", collName(r.coll), r.count,
+                  dtypeName(r.dt), static_cast<int>(r.op), stats.codec, stats.algorithm);
+      const auto shards =
+          all ? balancedShards(r.count, nranks(), w.align()) : equalShards(r.count, nranks());
+      if (ring)
+        ringReduce(*this, w, in, out, shards, all);
+      else
+        twoShotReduce(*this, w, in, out, shards, all);
+      break;
+    }
+    case Coll::AllGather: {
+      const Wire w(r.codec, r.dt, cocclSum, nranks());
+      stats.algorithm = ring ? "ring" : "direct";
+      if (ring)
+        ringAllGather(*this, w, in, out, r.count);
+      else
+        directAllGather(*this, w, in, out, r.count);
+      break;
+    }
+    case Coll::Broadcast:
+      stats.algorithm = nranks() <= 4 ? "direct" : "chain";
+      broadcast(*this, in, out, r.count * dtypeSize(r.dt), r.root);
+      break;
+    case Coll::Reduce:
+      stats.algorithm = "direct";
+      reduceToRoot(*this, in, out, r.count, r.dt, r.op, r.root);
+      break;
+    case Coll::Send:
+    case Coll::Recv:
+      COCCL_THROW(cocclInternalError, "host executor: Send/Recv go through runP2P");
+  }
+}
+
+void HostExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& stats) {
+  std::vector<RequestPtr> reqs;
+  reqs.reserve(ops.size());
+  size_t sent = 0;
+  std::vector<size_t> bytes(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) bytes[i] = ops[i].count * dtypeSize(ops[i].dt);
+  // A send whose buffer a receive of the same group also writes (nccl-tests' in-place
+  // sendrecv) is sent from a copy taken before anything is received.
+  std::vector<PoolBuffer> copies;
+  std::vector<const void*> src(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    src[i] = ops[i].p2pBuffer();
+    if (ops[i].coll != Coll::Send) continue;
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (ops[j].coll == Coll::Send || !overlaps(src[i], bytes[i], ops[j].out, bytes[j]))
+        continue;
+      copies.push_back(pool_.get(bytes[i]));
+      std::memcpy(copies.back().data(), ops[i].in, bytes[i]);
+      src[i] = copies.back().data();
+      break;
+    }
+  }
+  // Receives first so that eager sends to ourselves find them posted.
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].coll == Coll::Recv)
+      reqs.push_back(transport_->irecv(ops[i].peer(), nextRecvTag(ops[i].peer()), ops[i].out,
+                                       bytes[i]));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].coll != Coll::Send) continue;
+    reqs.push_back(transport_->isend(ops[i].peer(), nextSendTag(ops[i].peer()), src[i], bytes[i]));
+    sent += bytes[i];
+  }
+  waiter_->waitAll(reqs, "send/receive");
+  stats.wireBytesSent = sent;
+  stats.algorithm = "p2p";
+}
+
+}  // namespace coccl

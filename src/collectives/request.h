@@ -1,0 +1,43 @@
+// One call, as a value: what the C boundary hands down and every executor receives unchanged
+// (except that the router may clear `codec` when no executor runs the call compressed).
+#pragma once
+
+#include <cstddef>
+
+#include "coccl.h"
+#include "mem/memtype.h"
+
+namespace coccl {
+
+class Codec;
+
+enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Send, Recv };
+
+const char* collName(Coll c);  // "AllReduce", ..., "Send", "Recv"
+
+struct CollRequest {
+  Coll coll = Coll::AllReduce;
+  const void* in = nullptr;  // send buffer (Send: the data; Recv: unused)
+  void* out = nullptr;       // receive buffer (Recv: the data; Send: unused)
+  // Elements as the public API counts them: AllReduce/Broadcast/Reduce/Send/Recv the whole
+  // message, ReduceScatter the per-rank output (recvcount), AllGather the per-rank input.
+  size_t count = 0;
+  cocclDataType_t dt = cocclFloat32;
+  cocclRedOp_t op = cocclSum;
+  int root = 0;  // Broadcast / Reduce: the root rank; Send / Recv: the peer
+  const Codec* codec = nullptr;  // chosen by the policy; nullptr = exact
+  cocclStream_t stream = nullptr;
+  MemKind mem = MemKind::Host;  // of the buffers this rank touches (set by the router)
+
+  bool isP2P() const { return coll == Coll::Send || coll == Coll::Recv; }
+  int peer() const { return root; }
+  // The buffer a Send reads or a Recv writes.
+  void* p2pBuffer() const { return coll == Coll::Send ? const_cast<void*>(in) : out; }
+};
+
+// Bytes of the user's message, as cocclCollStats_t.logicalBytes reports them: AllReduce,
+// Broadcast, Reduce count elements; ReduceScatter and AllGather count x nranks; Send and
+// Recv their count.
+size_t logicalBytes(const CollRequest& r, int nranks);
+
+}  // namespace coccl

@@ -1,0 +1,41 @@
+// Statistics of the last call (cocclCommGetLastCollStats) and the wire-byte formulas the
+// executors share. Naming: the algorithm is "two-shot", "ring", "direct", "chain" or "p2p" when
+// coccl's own code runs it (host or CUDA IPC), "<algorithm>/nccl" when coccl's algorithm moves
+// its bytes over NCCL, and "nccl" when NCCL's own collective runs the call.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collectives/host/layout.h"
+
+namespace coccl {
+
+struct CollStats {
+  size_t logicalBytes = 0;   // the user's message (request.h logicalBytes)
+  size_t wireBytesSent = 0;  // bytes this rank sent, payloads as encoded
+  const char* codec = "none";
+  const char* algorithm = "";
+};
+
+// Two-shot AllReduce over `shards` (owner j reduces shard j): this rank sends every other
+// owner its input shard and its own reduced shard to the p-1 others. bytesOf(n): wire bytes of
+// n elements (encoded payload, or n * element size).
+template <class BytesOf>
+size_t twoShotWireBytes(const std::vector<Range>& shards, int me, BytesOf bytesOf) {
+  const size_t p = shards.size();
+  size_t wire = 0;
+  for (size_t j = 0; j < p; ++j) {
+    const size_t b = bytesOf(shards[j].count);
+    wire += static_cast<int>(j) == me ? b * (p - 1) : b;
+  }
+  return wire;
+}
+
+// ReduceScatter (every other owner gets its shard) and direct AllGather (every other rank gets
+// this rank's shard): p-1 payloads of one shard each.
+inline size_t directWireBytes(size_t shardBytes, int nranks) {
+  return shardBytes * static_cast<size_t>(nranks - 1);
+}
+
+}  // namespace coccl
