@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "collectives/host/layout.h"
+#include "collectives/layout.h"
 
 namespace coccl {
 

@@ -50,7 +50,7 @@
 #include "collectives/cuda_ipc/dev_types.h"
 #include "collectives/cuda_ipc/launch.h"
 #include "collectives/cuda_ipc/plan.h"
-#include "collectives/host/layout.h"
+#include "collectives/layout.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
 #include "core/log.h"

@@ -1,4 +1,4 @@
-// Plain data shared by the host side (device_comm.cc) and the kernels (*.cu) of the device
+// Plain data shared by the host side (cuda_ipc_executor.cc) and the kernels (*.cu) of the device
 // collectives: the per-communicator context, the region layout, the kernel arguments.
 // No CUDA types: host-only translation units include this too.
 //
@@ -28,10 +28,8 @@ constexpr int kMaxRanks = 32;       // ranks of one node on the device path
 constexpr int kMaxBlocks = 128;     // COCCL_DEVICE_BLOCKS upper bound
 constexpr int kThreads = 256;       // threads per block of every collective kernel
 // Blocks of one collective call: about one per kCallBlockBytes of message, at least
-// kMinCallBlocks, at most the communicator's. From the sweep of 32 / 64 / 128 blocks on 2 H200s
-// over NVLink (perf/RESULTS.md, "Blocks per call"): 32 won at 4 MiB (the rule's 16 there was
-// not measured), 64 or 32 at 16 MiB (up to 10% apart), 128 from 64 MiB for bf16 (fp32 fp8 at
-// 128 was not measured; fp32 exact at 64 MiB did 6% better on 64).
+// kMinCallBlocks, at most the communicator's (the measurements behind the rule:
+// perf/RESULTS.md, "Blocks per call").
 constexpr uint64_t kCallBlockBytes = 256 << 10;
 constexpr int kMinCallBlocks = 16;
 // COCCL_DEVICE_BLOCKS=0 (auto): a communicator's blocks (channels) when no two ranks share a

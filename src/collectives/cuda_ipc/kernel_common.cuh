@@ -1,6 +1,6 @@
 // Device-side building blocks of the collective kernels: the channel state of a thread block
 // (its round numbers with every peer), flag waits and signals over the CUDA IPC regions, byte
-// copies, and failure handling. See dev_types.h for the region layout and device_comm.cc for
+// copies, and failure handling. See dev_types.h for the region layout and cuda_ipc_executor.cc for
 // the protocol.
 #pragma once
 
@@ -210,7 +210,7 @@ __device__ __forceinline__ Range partOf(uint64_t n, uint64_t k, int b, int nb, u
 }
 
 // Shard j of n elements over p ranks with boundaries at multiples of `unit` (balancedShards of
-// src/collectives/host/layout.h).
+// src/collectives/layout.h).
 __device__ __forceinline__ Range balancedShard(uint64_t n, int p, int j, uint64_t unit) {
   const uint64_t units = (n + unit - 1) / unit;
   uint64_t b = units * static_cast<uint64_t>(j) / static_cast<uint64_t>(p) * unit;

@@ -1,4 +1,4 @@
-// The collective kernels' round loops (see device_comm.cc for the protocol). One grid of
+// The collective kernels' round loops (see cuda_ipc_executor.cc for the protocol). One grid of
 // nblocks blocks per call; block b of every rank forms channel b and only exchanges flags and
 // sub-slots with block b of the other ranks, so blocks never wait for each other and no
 // grid-wide synchronisation is needed.

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "collectives/host/layout.h"
+#include "collectives/layout.h"
 #include "collectives/host/wire.h"
 
 namespace coccl {

@@ -27,7 +27,7 @@
 #include <thread>
 
 #include "codecs/codec.h"
-#include "collectives/host/layout.h"
+#include "collectives/layout.h"
 #include "collectives/host/reduce.h"
 #include "core/agree.h"
 #include "core/error.h"

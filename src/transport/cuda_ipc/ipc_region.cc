@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/agree.h"
 #include "core/bootstrap.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -136,20 +137,9 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
   } else {
     mapped = 0;
   }
-  struct MapRecord {
-    int32_t mapped;
-    char why[124];
-  };
-  std::vector<MapRecord> maps(static_cast<size_t>(nranks_));
-  std::memset(maps.data(), 0, maps.size() * sizeof(MapRecord));
-  maps[static_cast<size_t>(rank_)].mapped = mapped;
-  std::snprintf(maps[static_cast<size_t>(rank_)].why, sizeof(maps[0].why), "%s", mapWhy.c_str());
-  bs.allGather(maps.data(), sizeof(MapRecord));
-  if (reason_.empty()) {
-    for (int r = 0; r < nranks_ && reason_.empty(); ++r)
-      if (!maps[static_cast<size_t>(r)].mapped)
-        reason_ = format("rank %d: %s", r, maps[static_cast<size_t>(r)].why);
-  }
+  // Every rank learns whether every rank mapped every peer (the first failure's reason).
+  const std::string mapReason = agree(bs, mapped ? "" : mapWhy.empty() ? "did not map" : mapWhy);
+  if (reason_.empty()) reason_ = mapReason;
   usable_ = reason_.empty();
   if (!usable_) {
     release();

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/agree.h"
 #include "core/bootstrap.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -145,32 +146,26 @@ NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
     }
   }
   bs.allGather(all.data(), sizeof(Hello));  // throws on a dead peer: the caller's init fails
-  for (int r = 0; r < p; ++r)
-    if (all[static_cast<size_t>(r)].status != 0) {  // my own reason first, else the first rank's
-      m.reason = mine.status != 0 ? why : format("rank %d could not start NCCL", r);
-      return;
-    }
+  for (int r = 0; r < p && m.reason.empty(); ++r)
+    if (all[static_cast<size_t>(r)].status != 0)  // the same reason on every rank
+      m.reason = r == me ? format("rank %d: %s", r, why.c_str())
+                         : format("rank %d could not start NCCL", r);
+  if (!m.reason.empty()) return;
   m.version = lib->version;
   ncclResult_t r = m.api.commInitRankConfig(&m.comm, p, all[0].id, me, nullptr);
-  // Every rank learns whether every init succeeded, so that all end in the same state.
-  std::vector<int32_t> ok(static_cast<size_t>(p));
-  ok[static_cast<size_t>(me)] = r == ncclSuccess ? 1 : 0;
   if (r != ncclSuccess) {
     const char* last = m.api.getLastError(nullptr);
     why = format("ncclCommInitRankConfig: %s%s%s", m.api.getErrorString(r),
                  last && *last ? ": " : "", last ? last : "");
     m.comm = nullptr;
   }
-  bs.allGather(ok.data(), sizeof(int32_t));
-  for (int q = 0; q < p; ++q)
-    if (!ok[static_cast<size_t>(q)]) {
-      m.reason = !ok[static_cast<size_t>(me)]
-                     ? why
-                     : format("rank %d could not create its NCCL communicator", q);
-      if (m.comm) m.api.commAbort(m.comm);
-      m.comm = nullptr;
-      return;
-    }
+  // Every rank learns whether every init succeeded, so that all end in the same state.
+  m.reason = agree(bs, r == ncclSuccess ? "" : why);
+  if (!m.reason.empty()) {
+    if (m.comm) m.api.commAbort(m.comm);
+    m.comm = nullptr;
+    return;
+  }
   COCCL_INFO(kLogInit | kLogNet, "NCCL transport on: NCCL %d, rank %d of %d", m.version, me, p);
 }
 

@@ -1,5 +1,5 @@
 // A stand-in for <cuda_runtime.h> that lets g++ compile the device code of the collectives
-// (src/collectives/device/*.cuh, with the codec headers of src/kernels/cuda) as host code: a
+// (src/collectives/cuda_ipc/*.cuh, with the codec headers of src/kernels/cuda) as host code: a
 // thread block is a set of cooperative lanes (coroutines on one OS thread, block_emu.cc) with
 // __syncthreads as a block barrier and shuffles / __syncwarp exchanged between the lanes of a
 // warp; __shared__ variables are per OS thread (one OS thread per block). Ranks run on their own

@@ -1,4 +1,4 @@
-// The device collectives' kernel code (src/collectives/device/kernels.cuh, the codec tile
+// The device collectives' kernel code (src/collectives/cuda_ipc/kernels.cuh, the codec tile
 // functions included) compiled as host code and run on the CPU (emu/cuda_runtime.h): every rank
 // is a set of OS threads (one per block), blocks are 64 cooperative lanes, the regions are host
 // memory. Each rank runs a seeded sequence of collectives back to back, without synchronising
@@ -23,9 +23,9 @@ static bool coccl_emu_trace_on = false;
 #include <vector>
 
 #include "codecs/codec.h"
-#include "collectives/device/kernels.cuh"
-#include "collectives/device/plan.h"
-#include "collectives/host/layout.h"
+#include "collectives/cuda_ipc/kernels.cuh"
+#include "collectives/cuda_ipc/plan.h"
+#include "collectives/layout.h"
 #include "collectives/host/reduce.h"
 #include "emu_device.h"
 #include "kernels/float_convert.h"
@@ -514,7 +514,7 @@ void runWorld(int p, int nb, uint64_t staging, uint64_t seed, int nops,
       if (bad) return;
     }
   // Every pair's round numbers agree and every staged round was acknowledged (what
-  // DeviceComm::quiesce waits for before freeing).
+  // CudaIpcExecutor::quiesce waits for before freeing).
   for (int r = 0; r < p; ++r)
     for (int q = 0; q < p; ++q)
       for (int b = 0; b < nb && q != r; ++b) {
