@@ -138,7 +138,7 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
     mapped = 0;
   }
   // Every rank learns whether every rank mapped every peer (the first failure's reason).
-  const std::string mapReason = agree(bs, mapped ? "" : mapWhy.empty() ? "did not map" : mapWhy);
+  const std::string mapReason = coccl::agree(bs, mapped ? "" : mapWhy.empty() ? "did not map" : mapWhy);
   if (reason_.empty()) reason_ = mapReason;
   usable_ = reason_.empty();
   if (!usable_) {
