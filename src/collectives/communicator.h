@@ -14,18 +14,19 @@
 #include "collectives/device/device_comm.h"
 #include "collectives/policy.h"
 #include "core/bootstrap.h"
+#include "core/env.h"
 #include "core/topology.h"
 #include "transport/transport.h"
 
 namespace coccl {
 
 struct CommConfig {
-  int64_t timeoutMs = 300000;
-  int64_t chunkBytes = 1 << 20;
-  std::string algo = "auto";  // auto | two-shot | ring
-  int ringMinRanks = 16;
+  int64_t timeoutMs = env_default::timeoutMs;
+  int64_t chunkBytes = env_default::chunkBytes;
+  std::string algo = env_default::algo;  // auto | two-shot (= direct) | ring
+  int ringMinRanks = static_cast<int>(env_default::ringMinRanks);
   std::string name;
-  std::string deviceExact = "auto";  // auto | coccl | nccl (COCCL_DEVICE_EXACT)
+  std::string deviceExact = env_default::deviceExact;  // auto | coccl | nccl (COCCL_DEVICE_EXACT)
   PolicyConfig policy;
   // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use
   // by the process); the device path uses it (deferred group inits run on other threads).

@@ -8,6 +8,7 @@
 
 #include "codecs/codec.h"
 #include "coccl.h"
+#include "core/env.h"
 
 namespace coccl {
 
@@ -16,7 +17,7 @@ enum class CollKind { AllReduce, ReduceScatter, AllGather };
 struct PolicyConfig {
   std::string codec;  // default spec ("" or "none": uncompressed)
   std::string codecAllReduce, codecReduceScatter, codecAllGather;  // "" = use codec
-  int64_t compressMinBytes = 65536;
+  int64_t compressMinBytes = env_default::compressMinBytes;
 };
 
 class CodecPolicy {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "transport/nccl/nccl_abi.h"
@@ -91,7 +92,7 @@ struct NcclTransport::Impl {
   Api api;
   ncclComm_t comm = nullptr;
   int version = 0;
-  int64_t timeoutMs = 300000;
+  int64_t timeoutMs = env_default::timeoutMs;
   std::string reason;
   std::atomic<bool> aborted{false};
   mutable std::shared_timed_mutex
