@@ -34,13 +34,13 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   int64_t num = 0;
   auto checkInt = [&](const char* var, const char* field, int64_t v) {
     COCCL_CHECK_ARG(parseEnvValue(*findEnvRow(var), std::to_string(v), &str, &num, &accepted),
-                    "config %s %lld: expected %s (as %s)", field, static_cast<long long>(v),
+                    "%s %lld (config): expected %s (as %s)", field, static_cast<long long>(v),
                     accepted.c_str(), var);
     return v;
   };
   auto checkChoice = [&](const char* var, const char* field, const char* v) {
     COCCL_CHECK_ARG(parseEnvValue(*findEnvRow(var), v, &str, &num, &accepted),
-                    "config %s \"%s\": expected %s (as %s)", field, v, accepted.c_str(), var);
+                    "%s \"%s\" (config): expected %s (as %s)", field, v, accepted.c_str(), var);
     return str;
   };
   c.timeoutMs = cfg.timeoutMs != COCCL_CONFIG_UNDEF_INT
