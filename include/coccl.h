@@ -206,8 +206,8 @@ COCCL_API cocclResult_t cocclCommInitRank(cocclComm_t* comm, int nranks, cocclUn
  * smaller than NCCL's fields, a codec spec in it does not parse, or a set field is out of its
  * range, which is the range of its COCCL_* variable (README "Environment": timeoutMs <= 0,
  * chunkBytes < 4096, compressMinBytes < -1, algorithm other than auto / two-shot / direct / ring,
- * deviceExact other than auto / coccl / nccl); the message names the field and the range. (An
- * out-of-range COCCL_* variable itself warns and means its default.) */
+ * deviceExact other than auto / coccl / nccl); the message names the field and the range. (A
+ * COCCL_* variable out of its range warns instead; README "Environment" says what it means.) */
 COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
                                                 cocclUniqueId commId, int rank,
                                                 cocclConfig_t* config);
