@@ -157,8 +157,8 @@ typedef struct cocclConfig_v1 {
                                  (COCCL_COMPRESS_MIN_BYTES) */
   long long chunkBytes;       /* pipeline chunk size in bytes of input (COCCL_CHUNK_BYTES) */
   int timeoutMs;              /* every wait's timeout in ms (COCCL_TIMEOUT_MS) */
-  const char* algorithm;      /* "auto", "two-shot" or "ring" (COCCL_ALGO) for AllReduce,
-                                 ReduceScatter and AllGather */
+  const char* algorithm;      /* "auto", "two-shot" (also "direct") or "ring" (COCCL_ALGO) for
+                                 AllReduce, ReduceScatter and AllGather */
   const char* deviceExact;    /* "auto", "coccl" or "nccl" (COCCL_DEVICE_EXACT): who runs the
                                  uncompressed device operations beside CUDA IPC; equal on all
                                  ranks */
@@ -204,8 +204,10 @@ COCCL_API cocclResult_t cocclCommInitRank(cocclComm_t* comm, int nranks, cocclUn
  * Errors: as cocclCommInitRank, plus cocclInvalidArgument if config->magic is not
  * COCCL_CONFIG_MAGIC (config not initialised with COCCL_CONFIG_INITIALIZER), its size is
  * smaller than NCCL's fields, a codec spec in it does not parse, or a set field is out of its
- * range (timeoutMs <= 0, chunkBytes < 4096, compressMinBytes < -1, algorithm other than auto /
- * two-shot / ring, deviceExact other than auto / coccl / nccl); the message names the field. */
+ * range, which is the range of its COCCL_* variable (README "Environment": timeoutMs <= 0,
+ * chunkBytes < 4096, compressMinBytes < -1, algorithm other than auto / two-shot / direct / ring,
+ * deviceExact other than auto / coccl / nccl); the message names the field and the range. (A
+ * COCCL_* variable out of its range warns instead; README "Environment" says what it means.) */
 COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
                                                 cocclUniqueId commId, int rank,
                                                 cocclConfig_t* config);
@@ -340,6 +342,47 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
                                             size_t sendcount, cocclDataType_t datatype,
                                             cocclCodec_t codec, cocclComm_t comm,
                                             cudaStream_t stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Queries: what coccl would do (for tools and the libnccl.so.2 shim, which keeps no copy of the
+ * policy or of the environment table).
+ * ------------------------------------------------------------------------------------------- */
+
+/* The collectives that may be compressed. */
+typedef enum {
+  cocclCollAllReduce = 0,
+  cocclCollReduceScatter = 1,
+  cocclCollAllGather = 2,
+  cocclNumCollKinds = 3
+} cocclCollKind_t;
+
+/* Whether `comm` compresses the call cocclAllReduce / cocclReduceScatter / cocclAllGather
+ * (`coll`) with these arguments under its own codec policy (its config's codec fields, else
+ * COCCL_CODEC_<COLL> / COCCL_CODEC; compressMinBytes, else COCCL_COMPRESS_MIN_BYTES; the op and
+ * the data type), and with which codec. `count` is the call's own count argument (AllReduce:
+ * count; ReduceScatter: recvcount; AllGather: sendcount); `op` is not looked at for AllGather.
+ * Writes *compressed (1 or 0) and, when codecName is not NULL, the codec's canonical spec
+ * ("none" when uncompressed) with its NUL into codecName[0, codecNameLen). Count 0 is never
+ * compressed (such a call does nothing). The buffers are not part of the question: device
+ * buffers while the device path is off fail the call itself (cocclInvalidUsage). Does not
+ * communicate and may be called from any thread while the communicator is alive.
+ * Errors: cocclInvalidArgument (comm, or compressed, NULL; comm not initialised; an invalid
+ * coll, datatype or op; count x element size (x ranks) overflowing; codecNameLen too small for
+ * the name and its NUL: the message gives the size needed). */
+COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t coll, size_t count,
+                                            cocclDataType_t datatype, cocclRedOp_t op,
+                                            int* compressed, char* codecName,
+                                            size_t codecNameLen);
+
+/* The value coccl uses for its variable `name` (one of README "Environment"), as read once per
+ * process: the variable's value when it is set and valid (a choice in the spelling of the table,
+ * e.g. COCCL_DEBUG=info gives "INFO"), else its default ("" for an unset string variable);
+ * integers in decimal. *isSet (when isSet is not NULL) is 1 when the variable was set to a
+ * non-empty value, valid or not, else 0.
+ * Errors: cocclInvalidArgument (name or value NULL, a name coccl does not read, valueLen too
+ * small for the value and its NUL: the message gives the size needed). */
+COCCL_API cocclResult_t cocclGetEnvValue(const char* name, char* value, size_t valueLen,
+                                         int* isSet);
 
 /* Statistics of the last collective this communicator ran on this rank (for perf tools):
  * logical bytes (count * element size of the user data this rank contributed) and bytes this

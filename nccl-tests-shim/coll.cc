@@ -1,21 +1,12 @@
-// Collectives and point-to-point. AllReduce, ReduceScatter and AllGather of SUM/AVG on
-// fp32/fp16/bf16 whose total size reaches COCCL_COMPRESS_MIN_BYTES go to coccl when the codec
-// policy of that collective (COCCL_CODEC_<COLL>, else COCCL_CODEC) is not "none"; every other
-// call goes to the real NCCL, on the communicator's real half, unchanged.
+// Collectives and point-to-point. An AllReduce, ReduceScatter or AllGather goes to coccl when
+// coccl says it would compress it (cocclCommQueryCodec: the coccl communicator's own codec
+// policy, i.e. COCCL_CODEC_<COLL> / COCCL_CODEC, COCCL_COMPRESS_MIN_BYTES, SUM/AVG on
+// fp32/fp16/bf16); every other call goes to the real NCCL, on the communicator's real half,
+// unchanged.
 #include "shim.h"
 
 namespace shim {
 namespace {
-
-size_t typeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
-  }
-}
 
 const char* collName(Coll k) {
   return k == Coll::AllReduce ? "ncclAllReduce"
@@ -23,17 +14,19 @@ const char* collName(Coll k) {
                                     : "ncclAllGather";
 }
 
-// Bytes as coccl's policy counts them: the whole message (all ranks' blocks for RS/AG).
-bool compressed(const CollOp& o) {
-  const Env& e = env();
-  bool on = o.kind == Coll::AllReduce ? e.compressAllReduce
-            : o.kind == Coll::ReduceScatter ? e.compressReduceScatter
-                                            : e.compressAllGather;
-  if (!on || o.count == 0) return false;
-  if (o.type != ncclFloat32 && o.type != ncclFloat16 && o.type != ncclBfloat16) return false;
-  if (o.kind != Coll::AllGather && o.op != ncclSum && o.op != ncclAvg) return false;
-  size_t ranks = o.kind == Coll::AllReduce ? 1 : static_cast<size_t>(o.comm->nranks);
-  if (static_cast<long long>(o.count * typeSize(o.type) * ranks) < e.compressMinBytes) return false;
+// Whether coccl compresses the call (ncclDataType_t and ncclRedOp_t values are coccl's); *codec
+// receives the codec's spec. A question coccl rejects (an invalid type or op) goes to NCCL,
+// which reports its own error.
+bool compressed(const CollOp& o, char* codec, size_t codecLen) {
+  if (!o.comm->coccl) return false;
+  const cocclCollKind_t kind = o.kind == Coll::AllReduce       ? cocclCollAllReduce
+                               : o.kind == Coll::ReduceScatter ? cocclCollReduceScatter
+                                                               : cocclCollAllGather;
+  int on = 0;
+  if (cocclCommQueryCodec(o.comm->coccl, kind, o.count, static_cast<cocclDataType_t>(o.type),
+                          static_cast<cocclRedOp_t>(o.op), &on, codec, codecLen) != cocclSuccess ||
+      !on)
+    return false;
   // A coccl communicator without a device (cocclCommCuDevice -1: coccl built without its
   // device path) cannot take GPU buffers: those stay with NCCL.
   if (o.comm->cocclDev < 0 && (isDeviceMemory(o.send) || isDeviceMemory(o.recv))) {
@@ -50,8 +43,10 @@ ncclResult_t collective(CollOp op, ncclComm_t comm) {
   ncclResult_t code;
   op.comm = usable(comm, collName(op.kind), &code);
   if (!op.comm) return code;
-  if (!compressed(op)) return runReal(op);
-  logf(3, "%s of %zu elements of type %d: coccl", collName(op.kind), op.count, op.type);
+  char codec[256] = "";
+  if (!compressed(op, codec, sizeof(codec))) return runReal(op);
+  logf(3, "%s of %zu elements of type %d: coccl (%s)", collName(op.kind), op.count, op.type,
+       codec);
   if (inGroup()) {
     queueCoccl(op);
     return ncclSuccess;

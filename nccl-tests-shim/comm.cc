@@ -79,20 +79,19 @@ ncclComm* usable(ncclComm_t comm, const char* fn, ncclResult_t* code) {
 
 // ---- creation --------------------------------------------------------------------------------
 ncclResult_t initCoccl(ncclComm* c, const cocclUniqueId& id) {
-  const Env& e = env();
+  // The codec policy and its threshold are coccl's own (COCCL_CODEC*, COCCL_COMPRESS_MIN_BYTES,
+  // read by coccl): the config leaves them unset.
   cocclConfig_t cfg = COCCL_CONFIG_INITIALIZER;
   cfg.blocking = 1;
   cfg.commName = c->config.commName.empty() ? nullptr : c->config.commName.c_str();
-  auto str = [](const std::string& s) { return s.empty() ? nullptr : s.c_str(); };
-  cfg.codec = str(e.codec);
-  cfg.codecAllReduce = str(e.codecAllReduce);
-  cfg.codecReduceScatter = str(e.codecReduceScatter);
-  cfg.codecAllGather = str(e.codecAllGather);
   // The shim forwards every uncompressed operation to its own real NCCL communicator, so
   // coccl's device path needs no second one for them (COCCL_DEVICE_EXACT, README): coccl's
-  // kernels stay the fallback, unless the user set the variable.
-  if (!std::getenv("COCCL_DEVICE_EXACT")) cfg.deviceExact = "coccl";
-  cfg.compressMinBytes = e.compressMinBytes;
+  // kernels stay the fallback, unless the user set the variable (coccl says whether).
+  char exact[32];
+  int exactSet = 0;
+  if (cocclGetEnvValue("COCCL_DEVICE_EXACT", exact, sizeof(exact), &exactSet) != cocclSuccess ||
+      !exactSet)
+    cfg.deviceExact = "coccl";
   c->cudaDev = currentDevice();
   ncclResult_t r = fromCoccl(cocclCommInitRankConfig(&c->coccl, c->nranks, id, c->rank, &cfg),
                              "ncclCommInitRank");

@@ -3,11 +3,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
+#include <string.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <climits>
 #include <mutex>
 
 #include "shim.h"
@@ -15,56 +13,17 @@
 namespace shim {
 namespace {
 
-std::string getStr(const char* name) {
-  const char* v = getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-// A byte count as coccl reads its variables: an integer with an optional binary K/M/G suffix.
-bool parseBytes(const std::string& s, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || v < 0) return false;
-  const int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20
-                    : *end == 'g' || *end == 'G' ? 30 : 0;
-  if (shift) ++end;
-  if (*end != '\0' || v > (LLONG_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
-}
-
-bool compresses(const std::string& perColl, const std::string& def) {
-  const std::string& spec = perColl.empty() ? def : perColl;
-  return !spec.empty() && spec != "none";
-}
-
 Env makeEnv() {
   Env e;
-  std::string no = getStr("COCCL_SHIM_NO_NCCL");
-  e.noNccl = !no.empty() && no != "0";
-  e.codec = getStr("COCCL_CODEC");
-  e.codecAllReduce = getStr("COCCL_CODEC_ALLREDUCE");
-  e.codecReduceScatter = getStr("COCCL_CODEC_REDUCESCATTER");
-  e.codecAllGather = getStr("COCCL_CODEC_ALLGATHER");
-  std::string mb = getStr("COCCL_COMPRESS_MIN_BYTES");
-  if (!mb.empty()) {
-    long long v = 0;
-    if (parseBytes(mb, &v))
-      e.compressMinBytes = v;
-    else
-      fprintf(stderr, "coccl shim: COCCL_COMPRESS_MIN_BYTES=%s is not a byte count (digits, "
-              "optionally K, M or G); using %lld\n", mb.c_str(), e.compressMinBytes);
-  }
-  e.compressAllReduce = compresses(e.codecAllReduce, e.codec);
-  e.compressReduceScatter = compresses(e.codecReduceScatter, e.codec);
-  e.compressAllGather = compresses(e.codecAllGather, e.codec);
-  std::string d = getStr("COCCL_DEBUG");
-  e.debug = d.empty()                       ? 0
-            : strcasecmp(d.c_str(), "WARN") == 0 ? 1
-            : strcasecmp(d.c_str(), "INFO") == 0 ? 2
-            : strcasecmp(d.c_str(), "TRACE") == 0 ? 3
-                                                  : 0;
+  const char* no = getenv("COCCL_SHIM_NO_NCCL");
+  e.noNccl = no && *no && strcmp(no, "0") != 0;
+  // The log level coccl itself uses (COCCL_DEBUG, in the spelling of coccl's table).
+  char level[32] = "";
+  if (cocclGetEnvValue("COCCL_DEBUG", level, sizeof(level), nullptr) == cocclSuccess)
+    e.debug = strcmp(level, "WARN") == 0    ? 1
+              : strcmp(level, "INFO") == 0  ? 2
+              : strcmp(level, "TRACE") == 0 ? 3
+                                            : 0;
   return e;
 }
 

@@ -1,7 +1,7 @@
-// The shim's table of the real NCCL's functions, fetched once from the library that coccl's
-// NCCL transport layer loads (src/transport/nccl/nccl_library.h: by explicit path, RTLD_LOCAL |
-// RTLD_DEEPBIND, never linked, never a shim, a private copy when the program loaded it itself),
-// so that its nccl* symbols and the shim's cannot bind to each other. Also: the calling
+// The real NCCL: the library and its function table (nccl_functions.inc) that coccl's NCCL
+// transport layer loads, shared with it (src/transport/nccl/nccl_library.h: by explicit path,
+// RTLD_LOCAL | RTLD_DEEPBIND, never linked, never a shim, a private copy when the program loaded
+// it itself), so that its nccl* symbols and the shim's cannot bind to each other. Also: the calling
 // thread's CUDA device, through the CUDA runtime or driver the process already has (the shim
 // links no CUDA library).
 #include <dlfcn.h>
@@ -15,8 +15,7 @@
 namespace shim {
 namespace {
 
-Real g_real;
-bool g_loaded = false;
+const Real* g_real = nullptr;
 std::string g_loadError;
 std::once_flag g_loadOnce;
 
@@ -26,29 +25,20 @@ void load() {
     return;
   }
   std::string why;
-  const coccl::nccl::Library* lib = coccl::nccl::library(&why);
-  if (!lib) {
+  g_real = coccl::nccl::library(&why);  // its function table is filled by the loader
+  if (!g_real) {
     g_loadError = why;
     logf(1, "%s", g_loadError.c_str());
     return;
   }
-  void* h = lib->handle;
-  g_real.handle = h;
-  g_real.path = lib->path;
-  g_real.version = lib->version;
-#define SHIM_REAL_FN(name, ret, args) \
-  g_real.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));
-#include "real_functions.inc"
-#undef SHIM_REAL_FN
-  g_loaded = true;
-  logf(2, "loaded the real NCCL %d from %s", g_real.version, g_real.path.c_str());
+  logf(2, "loaded the real NCCL %d from %s", g_real->version, g_real->path.c_str());
 }
 
 }  // namespace
 
 const Real* real() {
   std::call_once(g_loadOnce, load);
-  return g_loaded ? &g_real : nullptr;
+  return g_real;
 }
 
 const std::string& loadError() {

@@ -1,6 +1,8 @@
 // Internals of the libnccl.so.2 shim: the communicator that stands for an ncclComm_t, the table
-// of the real NCCL's functions, the dispatch policy, errors and groups. Only include/coccl.h is
-// used of coccl; the real libnccl.so.2 is reached through dlopen/dlsym alone.
+// of the real NCCL's functions, errors and groups. Of coccl it uses include/coccl.h (which also
+// says which calls coccl compresses: the shim keeps no policy of its own) and the NCCL loader
+// with its one function table (src/transport/nccl/nccl_library.h); the real libnccl.so.2 is
+// reached through dlopen/dlsym alone, never linked.
 #pragma once
 
 #include <atomic>
@@ -10,6 +12,7 @@
 
 #include "coccl.h"
 #include "nccl_abi.h"
+#include "transport/nccl/nccl_library.h"
 
 // Defines pncclX (strong) and ncclX (a weak alias of it), both exported: NCCL's own scheme, which
 // lets a profiler define ncclX and call pncclX.
@@ -22,15 +25,11 @@
 namespace shim {
 
 // ---- environment (read once) ---------------------------------------------------------------
+// The shim reads only its own COCCL_SHIM_* variables; what coccl's variables say it asks coccl
+// (cocclGetEnvValue; which calls coccl compresses: cocclCommQueryCodec, coll.cc).
 struct Env {
   bool noNccl = false;          // COCCL_SHIM_NO_NCCL=1: no real NCCL at all
-  std::string codec;            // COCCL_CODEC
-  std::string codecAllReduce;   // COCCL_CODEC_ALLREDUCE ...
-  std::string codecReduceScatter;
-  std::string codecAllGather;
-  long long compressMinBytes = 65536;  // COCCL_COMPRESS_MIN_BYTES
-  bool compressAllReduce = false, compressReduceScatter = false, compressAllGather = false;
-  int debug = 0;                // 0 silent (unset), 1 WARN, 2 INFO, 3 TRACE (COCCL_DEBUG)
+  int debug = 0;                // 0 silent (unset), 1 WARN, 2 INFO, 3 TRACE (coccl's COCCL_DEBUG)
 };
 const Env& env();
 void logf(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,14 +43,9 @@ ncclResult_t fromCoccl(cocclResult_t r, const char* fn);
 ncclResult_t fromReal(ncclResult_t r);
 
 // ---- the real NCCL ---------------------------------------------------------------------------
-struct Real {
-  void* handle = nullptr;
-  std::string path;
-  int version = 0;
-#define SHIM_REAL_FN(name, ret, args) ret(*name) args = nullptr;
-#include "real_functions.inc"
-#undef SHIM_REAL_FN
-};
+// The library coccl's loader opened (handle, path, version) and its one table of functions
+// (src/transport/nccl/nccl_functions.inc, shared with coccl's NCCL transport).
+using Real = coccl::nccl::Library;
 // The loaded real NCCL, or nullptr (COCCL_SHIM_NO_NCCL=1, or not found: loadError() says why).
 const Real* real();
 const std::string& loadError();
@@ -113,7 +107,7 @@ ncclResult_t waitReal(const Real* r, ncclComm_t rc);
 // check, then *c is left alone): nullptr after recording why when the communicator is unusable,
 // the real NCCL is unavailable, lacks the function, or the communicator has no real half.
 template <class Fn>
-const Real* forwardTo(Fn Real::*fn, const char* name, ncclComm_t comm, ncclComm** c,
+const Real* forwardTo(Fn coccl::nccl::Functions::*fn, const char* name, ncclComm_t comm, ncclComm** c,
                       ncclResult_t* code) {
   if (c) {
     *c = usable(comm, name, code);

@@ -1,6 +1,8 @@
 // Type table and scalar conversions of coccl_perf (see dtype.h).
 #include "dtype.h"
 
+#include "core/dtype.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -9,22 +11,42 @@
 namespace cocclperf {
 namespace {
 
-// Ordered as nccl-tests lists them (int8 ... double, bfloat16, f8e4m3, f8e5m2).
-const TypeInfo kTypes[] = {
-    {cocclInt8, "int8", 1, false, true, 0, 0, 126},
-    {cocclUint8, "uint8", 1, false, false, 0, 0, 254},
-    {cocclInt32, "int32", 4, false, true, 0, 0, 1e6},
-    {cocclUint32, "uint32", 4, false, false, 0, 0, 1e6},
-    {cocclInt64, "int64", 8, false, true, 0, 0, 1e6},
-    {cocclUint64, "uint64", 8, false, false, 0, 0, 1e6},
-    {cocclFloat16, "half", 2, true, true, 10, -14, 2048},
-    {cocclFloat32, "float", 4, true, true, 23, -126, 16777216.0},
-    {cocclFloat64, "double", 8, true, true, 52, -1022, 9007199254740992.0},
-    {cocclBfloat16, "bfloat16", 2, true, true, 7, -126, 256},
-    {cocclFloat8e4m3, "f8e4m3", 1, true, true, 3, -6, 16},
-    {cocclFloat8e5m2, "f8e5m2", 1, true, true, 2, -14, 8},
+// What the tool adds to coccl's type table (src/core/dtype.h: name, size, float, signed), in
+// the same (enum, = nccl-tests') order.
+struct NumericTraits {
+  int mantBits;
+  int minNormalExp;
+  double exactLimit;
 };
-constexpr int kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
+constexpr NumericTraits kNumeric[] = {
+    {0, 0, 126},          // int8
+    {0, 0, 254},          // uint8
+    {0, 0, 1e6},          // int32
+    {0, 0, 1e6},          // uint32
+    {0, 0, 1e6},          // int64
+    {0, 0, 1e6},          // uint64
+    {10, -14, 2048},      // half
+    {23, -126, 16777216.0},  // float
+    {52, -1022, 9007199254740992.0},  // double
+    {7, -126, 256},       // bfloat16
+    {3, -6, 16},          // f8e4m3
+    {2, -14, 8},          // f8e5m2
+};
+constexpr int kNumTypes = coccl::kNumDtypes;
+static_assert(sizeof(kNumeric) / sizeof(kNumeric[0]) == kNumTypes, "one row per type");
+
+struct TypeTable {
+  TypeInfo rows[kNumTypes];
+  TypeTable() {
+    for (int i = 0; i < kNumTypes; ++i) {
+      const coccl::DtypeInfo& d = coccl::kDtypes[i];
+      rows[i] = {d.type,     d.name, d.size, d.isFloat, d.isSigned, kNumeric[i].mantBits,
+                 kNumeric[i].minNormalExp, kNumeric[i].exactLimit};
+    }
+  }
+};
+const TypeTable kTable;
+const TypeInfo (&kTypes)[kNumTypes] = kTable.rows;
 
 struct Alias {
   const char* name;

@@ -1,6 +1,7 @@
-// Data types as coccl_perf sees them: names (nccl-tests' spelling plus aliases), sizes, and
-// element conversions to and from double. The tool keeps its own converters so that it needs
-// nothing from coccl but the public API. Narrow float types round to nearest even; fp8 saturates
+// Data types as coccl_perf sees them: names (nccl-tests' spelling, from coccl's one type table
+// src/core/dtype.h, plus aliases), sizes, and element conversions to and from double. The tool
+// keeps its own converters so that it needs nothing from coccl but the public API (and that
+// header-only table). Narrow float types round to nearest even; fp8 saturates
 // to the largest finite value (like __NV_SATFINITE); half overflows to infinity.
 #pragma once
 

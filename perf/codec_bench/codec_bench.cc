@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codecs/codec.h"
+#include "core/dtype.h"
 #include "kernels/float_convert.h"
 
 namespace {
@@ -36,9 +37,7 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
-size_t elemSize(cocclDataType_t dt) {
-  return dt == cocclFloat32 ? 4 : 2;
-}
+size_t elemSize(cocclDataType_t dt) { return coccl::dtypeSize(dt); }
 
 cocclDataType_t parseType(const std::string& s) {
   if (s == "fp32") return cocclFloat32;

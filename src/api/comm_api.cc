@@ -30,26 +30,33 @@ CommConfig makeConfig(const cocclConfig_t* user) {
     cfg.size = sizeof(cfg);
   }
   CommConfig c;
-  // Unset fields (the initializer's values) take the environment; set ones must be valid.
-  COCCL_CHECK_ARG(cfg.timeoutMs == COCCL_CONFIG_UNDEF_INT || cfg.timeoutMs > 0,
-                  "config timeoutMs %d: expected > 0 ms", cfg.timeoutMs);
-  c.timeoutMs = cfg.timeoutMs != COCCL_CONFIG_UNDEF_INT ? cfg.timeoutMs : e.timeoutMs;
-  c.chunkBytes = cfg.chunkBytes != -1 ? cfg.chunkBytes : e.chunkBytes;
-  COCCL_CHECK_ARG(c.chunkBytes >= 4096, "chunkBytes %lld: expected >= 4096 (%s)",
-                  static_cast<long long>(c.chunkBytes),
-                  cfg.chunkBytes != -1 ? "config" : "COCCL_CHUNK_BYTES");
-  COCCL_CHECK_ARG(cfg.compressMinBytes >= -1, "config compressMinBytes %lld: expected >= 0",
-                  static_cast<long long>(cfg.compressMinBytes));
-  c.algo = cfg.algorithm ? std::string(cfg.algorithm) : e.algo;
-  COCCL_CHECK_ARG(c.algo == "auto" || c.algo == "ring" || c.algo == "two-shot" ||
-                      c.algo == "direct",
-                  "algorithm \"%s\" (%s): expected auto, two-shot or ring", c.algo.c_str(),
-                  cfg.algorithm ? "config" : "COCCL_ALGO");
+  // Unset fields (the initializer's values) take the environment (already validated by its
+  // rows); set ones must be what the variable's row accepts.
+  std::string accepted, str;
+  int64_t num = 0;
+  auto checkInt = [&](const char* var, const char* field, int64_t v) {
+    COCCL_CHECK_ARG(parseEnvValue(*findEnvRow(var), std::to_string(v), &str, &num, &accepted),
+                    "%s %lld (config): expected %s (as %s)", field, static_cast<long long>(v),
+                    accepted.c_str(), var);
+    return v;
+  };
+  auto checkChoice = [&](const char* var, const char* field, const char* v) {
+    COCCL_CHECK_ARG(parseEnvValue(*findEnvRow(var), v, &str, &num, &accepted),
+                    "%s \"%s\" (config): expected %s (as %s)", field, v, accepted.c_str(), var);
+    return str;
+  };
+  c.timeoutMs = cfg.timeoutMs != COCCL_CONFIG_UNDEF_INT
+                    ? checkInt("COCCL_TIMEOUT_MS", "timeoutMs", cfg.timeoutMs)
+                    : e.timeoutMs;
+  c.chunkBytes = cfg.chunkBytes != -1 ? checkInt("COCCL_CHUNK_BYTES", "chunkBytes", cfg.chunkBytes)
+                                      : e.chunkBytes;
+  if (cfg.compressMinBytes != -1)
+    checkInt("COCCL_COMPRESS_MIN_BYTES", "compressMinBytes", cfg.compressMinBytes);
+  c.algo = cfg.algorithm ? checkChoice("COCCL_ALGO", "algorithm", cfg.algorithm) : e.algo;
   c.ringMinRanks = static_cast<int>(e.ringMinRanks);
-  c.deviceExact = cfg.deviceExact ? std::string(cfg.deviceExact) : e.deviceExact;
-  COCCL_CHECK_ARG(c.deviceExact == "auto" || c.deviceExact == "coccl" || c.deviceExact == "nccl",
-                  "deviceExact \"%s\" (config): expected auto, coccl or nccl",
-                  c.deviceExact.c_str());
+  c.deviceExact =
+      cfg.deviceExact ? checkChoice("COCCL_DEVICE_EXACT", "deviceExact", cfg.deviceExact)
+                      : e.deviceExact;
   c.deviceTransport = e.deviceTransport;
   c.deviceBlocks = e.deviceBlocks;
   c.deviceStagingBytes = e.deviceStagingBytes;

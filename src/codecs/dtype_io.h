@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "coccl.h"
+#include "core/dtype.h"
 #include "kernels/float_convert.h"
 
 namespace coccl {
@@ -39,9 +40,7 @@ struct FloatIO<cocclBfloat16> {
 template <cocclDataType_t DT>
 using DtTag = std::integral_constant<cocclDataType_t, DT>;
 
-inline bool isCodecFloatType(cocclDataType_t dt) {
-  return dt == cocclFloat32 || dt == cocclFloat16 || dt == cocclBfloat16;
-}
+inline bool isCodecFloatType(cocclDataType_t dt) { return isCompressibleType(dt); }
 
 // Calls fn(DtTag<DT>{}) for dt in {fp32, fp16, bf16}; the caller has validated dt.
 template <class Fn>
@@ -84,31 +83,7 @@ inline void dispatchBlock(size_t g, Fn&& fn) {
   }
 }
 
-// Bytes of one element of dt (0 for an unknown type).
-inline size_t dtypeSize(cocclDataType_t dt) {
-  switch (dt) {
-    case cocclInt8:
-    case cocclUint8:
-    case cocclFloat8e4m3:
-    case cocclFloat8e5m2:
-      return 1;
-    case cocclFloat16:
-    case cocclBfloat16:
-      return 2;
-    case cocclInt32:
-    case cocclUint32:
-    case cocclFloat32:
-      return 4;
-    case cocclInt64:
-    case cocclUint64:
-    case cocclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
-const char* dtypeName(cocclDataType_t dt);
+// dtypeSize, dtypeName and the type traits: core/dtype.h.
 
 }  // namespace codec_detail
 }  // namespace coccl

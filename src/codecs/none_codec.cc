@@ -54,11 +54,6 @@ void forEachAsFloat(const void* in, cocclDataType_t dt, size_t n, Fn&& fn) {
   }
 }
 
-bool isFloatingType(cocclDataType_t dt) {
-  return isCodecFloatType(dt) || dt == cocclFloat64 || dt == cocclFloat8e4m3 ||
-         dt == cocclFloat8e5m2;
-}
-
 class NoneCodec final : public Codec {
  public:
   const char* name() const override { return "none"; }

@@ -127,36 +127,5 @@ std::string formatFloat(float v) {
   return buf;
 }
 
-const char* dtypeName(cocclDataType_t dt) {
-  switch (dt) {
-    case cocclInt8:
-      return "int8";
-    case cocclUint8:
-      return "uint8";
-    case cocclInt32:
-      return "int32";
-    case cocclUint32:
-      return "uint32";
-    case cocclInt64:
-      return "int64";
-    case cocclUint64:
-      return "uint64";
-    case cocclFloat16:
-      return "fp16";
-    case cocclFloat32:
-      return "fp32";
-    case cocclFloat64:
-      return "fp64";
-    case cocclBfloat16:
-      return "bf16";
-    case cocclFloat8e4m3:
-      return "fp8e4m3";
-    case cocclFloat8e5m2:
-      return "fp8e5m2";
-    default:
-      return "unknown";
-  }
-}
-
 }  // namespace codec_detail
 }  // namespace coccl

@@ -1,6 +1,6 @@
 #include "collectives/request.h"
 
-#include "collectives/host/reduce.h"
+#include "core/dtype.h"
 
 namespace coccl {
 

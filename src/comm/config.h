@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/env.h"
+
 namespace coccl {
 
 // Which codec each compressed collective uses (specs as in README "Codecs") and from which
@@ -13,21 +15,21 @@ namespace coccl {
 struct PolicyConfig {
   std::string codec;  // default spec ("" or "none": uncompressed)
   std::string codecAllReduce, codecReduceScatter, codecAllGather;  // "" = use codec
-  int64_t compressMinBytes = 65536;
+  int64_t compressMinBytes = env_default::compressMinBytes;
 };
 
 struct CommConfig {
-  int64_t timeoutMs = 300000;  // every wait (bootstrap, transfers, peers, device flags)
-  int64_t chunkBytes = 1 << 20;  // host pipeline chunk; NCCL executor slot size
-  std::string algo = "auto";     // host reduce algorithm: auto | two-shot | ring
-  int ringMinRanks = 16;
+  int64_t timeoutMs = env_default::timeoutMs;  // every wait (bootstrap, transfers, peers, device flags)
+  int64_t chunkBytes = env_default::chunkBytes;  // host pipeline chunk; NCCL executor slot size
+  std::string algo = env_default::algo;  // host reduce algorithm: auto | two-shot (= direct) | ring
+  int ringMinRanks = static_cast<int>(env_default::ringMinRanks);
   std::string name;
   PolicyConfig policy;
   // Device executors (COCCL_DEVICE_*; every rank must pass the same values).
-  std::string deviceTransport = "auto";  // auto | cuda_ipc | nccl
-  std::string deviceExact = "auto";      // auto | coccl | nccl
-  int64_t deviceBlocks = 0;              // CUDA IPC channels, 0 = auto
-  int64_t deviceStagingBytes = int64_t{64} << 20;  // CUDA IPC region per rank
+  std::string deviceTransport = env_default::deviceTransport;  // auto | cuda_ipc | nccl
+  std::string deviceExact = env_default::deviceExact;          // auto | coccl | nccl
+  int64_t deviceBlocks = env_default::deviceBlocks;  // CUDA IPC channels, 0 = auto
+  int64_t deviceStagingBytes = env_default::deviceStagingBytes;  // CUDA IPC region per rank
   // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use
   // by the process); the device executors use it (deferred group inits run on other threads).
   int cudaDevice = -1;

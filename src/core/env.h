@@ -1,6 +1,8 @@
-// The one table of COCCL_* environment variables. Read once, on first use (thread-safe);
-// README "Environment" mirrors kEnvTable. A variable set to an unparsable value is reported
-// with a warning and the default is used.
+// The one table of COCCL_* environment variables: src/core/env_rows.inc, one row per variable
+// (name, default, accepted values or range, documentation, the Env field it fills). Read once,
+// on first use (thread-safe). README "Environment" is generated from the rows (coccl_env_doc;
+// a test fails when it differs). A value that does not parse or is out of range warns (naming
+// the variable, the value and what is accepted) and the default is used.
 #pragma once
 
 #include <cstdint>
@@ -8,15 +10,14 @@
 
 namespace coccl {
 
-struct EnvEntry {
-  const char* name;
-  const char* defaultValue;
-  const char* meaning;
-};
-
-// Every variable coccl reads, with its default and meaning.
-extern const EnvEntry kEnvTable[];
-extern const int kEnvTableSize;
+// The defaults, from the rows: env_default::timeoutMs, env_default::algo, ...
+namespace env_default {
+#define COCCL_ENV_STR(field, name, def, ...) inline constexpr const char* field = def;
+#define COCCL_ENV_INT(field, name, def, ...) inline constexpr int64_t field = def;
+#include "core/env_rows.inc"
+#undef COCCL_ENV_STR
+#undef COCCL_ENV_INT
+}  // namespace env_default
 
 struct Env {
   std::string debug;           // COCCL_DEBUG
@@ -31,7 +32,7 @@ struct Env {
   std::string codecAllGather;  // COCCL_CODEC_ALLGATHER
   int64_t compressMinBytes;    // COCCL_COMPRESS_MIN_BYTES
   int64_t chunkBytes;          // COCCL_CHUNK_BYTES
-  std::string algo;            // COCCL_ALGO (auto | two-shot | ring)
+  std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring)
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
@@ -40,8 +41,45 @@ struct Env {
   std::string deviceExact;      // COCCL_DEVICE_EXACT (auto | coccl | nccl)
 };
 
+// One row of env_rows.inc.
+struct EnvRow {
+  enum Kind { String, Int };
+  const char* name;
+  Kind kind;
+  const char* defaultText;  // the default as a value ("" = unset); Int: decimal
+  const char* choices;      // String: "" (any) or "a|b|c"
+  int64_t defaultInt, minInt, maxInt;  // Int
+  bool clampLow;            // Int: below min means min (else the default)
+  const char* docDefault;   // README's default column ("" = defaultText)
+  const char* doc;          // README's meaning column
+  std::string Env::*str;    // String: the field it fills
+  int64_t Env::*num;        // Int: the field it fills
+};
+
+extern const EnvRow kEnvRows[];
+extern const int kEnvRowCount;
+// The row of `name`, nullptr when coccl reads no such variable.
+const EnvRow* findEnvRow(const char* name);
+
+// Parses `text` (set, non-empty) as `row` accepts it. True with the stored form in *str / *num
+// (a choice as spelled in the row); false with what is accepted in *accepted ("auto, two-shot,
+// direct or ring", "1..128", "an integer >= 4096") and, for an Int below its minimum with
+// clampLow, *num = the minimum.
+bool parseEnvValue(const EnvRow& row, const std::string& text, std::string* str, int64_t* num,
+                   std::string* accepted);
+// Whether `value` is one of a String row's choices (any value when it has none); *canonical
+// receives the row's spelling. For config fields that take the same values as a variable.
+bool envChoice(const EnvRow& row, const std::string& value, std::string* canonical);
+
+// README's "Environment" table (Markdown, one line per row, header included).
+std::string envMarkdownTable();
+
 // The process-wide values (read at first call).
 const Env& env();
+// Whether the variable of `row` was set (non-empty, valid or not) when env() read it, and the
+// value in force as text ("" for an unset string; ints in decimal).
+bool envIsSet(const EnvRow& row);
+std::string envValueText(const EnvRow& row);
 
 // Re-reads the environment. For tests only (not thread-safe against concurrent env() users).
 void reloadEnvForTesting();

@@ -51,13 +51,7 @@ void initConfig() {
   if (char* dot = strchr(g_cfg.host, '.')) *dot = '\0';
   g_cfg.pid = static_cast<int>(getpid());
   const char* lvl = getenv("COCCL_DEBUG");
-  if (lvl) {
-    if (strcasecmp(lvl, "VERSION") == 0) g_cfg.level = LogLevel::Version;
-    else if (strcasecmp(lvl, "WARN") == 0) g_cfg.level = LogLevel::Warn;
-    else if (strcasecmp(lvl, "INFO") == 0) g_cfg.level = LogLevel::Info;
-    else if (strcasecmp(lvl, "TRACE") == 0) g_cfg.level = LogLevel::Trace;
-    else if (strcasecmp(lvl, "NONE") == 0) g_cfg.level = LogLevel::None;
-  }
+  if (lvl && !parseLogLevel(lvl, &g_cfg.level)) g_cfg.level = LogLevel::None;
   const char* sub = getenv("COCCL_DEBUG_SUBSYS");
   if (sub && *sub) {
     bool invert = sub[0] == '^';
@@ -99,6 +93,22 @@ const char* levelName(LogLevel l) {
 }
 
 }  // namespace
+
+bool parseLogLevel(const char* s, LogLevel* level) {
+  static const struct {
+    const char* name;
+    LogLevel level;
+  } kLevels[] = {{"VERSION", LogLevel::Version}, {"WARN", LogLevel::Warn},
+                 {"INFO", LogLevel::Info},       {"TRACE", LogLevel::Trace},
+                 {"NONE", LogLevel::None}};
+  for (const auto& l : kLevels) {
+    if (s && strcasecmp(s, l.name) == 0) {
+      *level = l.level;
+      return true;
+    }
+  }
+  return false;
+}
 
 bool logEnabled(LogLevel level, uint32_t subsys) {
   const LogConfig& c = cfg();

@@ -24,6 +24,10 @@ enum LogSubsys : uint32_t {
   kLogAll = 0xffffffffu,
 };
 
+// A COCCL_DEBUG value (VERSION, WARN, INFO, TRACE or NONE, any case): false for another one
+// (logging then stays off; env() warns). Logging reads COCCL_DEBUG* itself, before env().
+bool parseLogLevel(const char* s, LogLevel* level);
+
 bool logEnabled(LogLevel level, uint32_t subsys);
 void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));

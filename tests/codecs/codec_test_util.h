@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+
 #include "codecs/codec.h"
 #include "kernels/float_convert.h"
 
@@ -30,9 +32,7 @@ inline const std::vector<size_t>& blockSizes() {
   return kSizes;
 }
 
-inline size_t elemSize(cocclDataType_t dt) {
-  return dt == cocclFloat32 ? 4 : 2;
-}
+inline size_t elemSize(cocclDataType_t dt) { return dtypeSize(dt); }
 
 inline const char* dtName(cocclDataType_t dt) {
   return dt == cocclFloat32 ? "fp32" : (dt == cocclBfloat16 ? "bf16" : "fp16");

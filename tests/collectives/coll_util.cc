@@ -1,29 +1,16 @@
 #include "coll_util.h"
 
+#include "core/dtype.h"
 #include "kernels/float_convert.h"
 #include "kernels/fp8.h"
 
 namespace coccl::test {
 
-size_t elemSize(cocclDataType_t dt) {
-  switch (dt) {
-    case cocclInt8: case cocclUint8: case cocclFloat8e4m3: case cocclFloat8e5m2: return 1;
-    case cocclFloat16: case cocclBfloat16: return 2;
-    case cocclInt32: case cocclUint32: case cocclFloat32: return 4;
-    default: return 8;
-  }
-}
+size_t elemSize(cocclDataType_t dt) { return dtypeSize(dt); }
 
-const char* typeName(cocclDataType_t dt) {
-  static const char* n[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                            "half", "float", "double", "bf16", "f8e4m3", "f8e5m2"};
-  return n[dt];
-}
+const char* typeName(cocclDataType_t dt) { return dtypeName(dt); }
 
-bool isFloat(cocclDataType_t dt) {
-  return dt == cocclFloat16 || dt == cocclFloat32 || dt == cocclFloat64 || dt == cocclBfloat16 ||
-         dt == cocclFloat8e4m3 || dt == cocclFloat8e5m2;
-}
+bool isFloat(cocclDataType_t dt) { return isFloatingType(dt); }
 
 const char* opName(cocclRedOp_t op) {
   static const char* n[] = {"sum", "prod", "max", "min", "avg"};

@@ -51,7 +51,7 @@
 #include "collectives/cuda_ipc/launch.h"
 #include "collectives/cuda_ipc/plan.h"
 #include "collectives/layout.h"
-#include "collectives/host/reduce.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "mem/cuda_check.h"

@@ -149,30 +149,6 @@ void reduceOp(void* out, const void* const* ins, int n, size_t count, cocclRedOp
 
 }  // namespace
 
-size_t dtypeSize(cocclDataType_t dt) {
-  switch (dt) {
-    case cocclInt8: case cocclUint8: case cocclFloat8e4m3: case cocclFloat8e5m2: return 1;
-    case cocclFloat16: case cocclBfloat16: return 2;
-    case cocclInt32: case cocclUint32: case cocclFloat32: return 4;
-    case cocclInt64: case cocclUint64: case cocclFloat64: return 8;
-    default: return 0;
-  }
-}
-
-const char* dtypeName(cocclDataType_t dt) {
-  static const char* kNames[] = {"int8",    "uint8",   "int32",   "uint32",
-                                 "int64",   "uint64",  "half",    "float",
-                                 "double",  "bfloat16", "f8e4m3", "f8e5m2"};
-  return dtypeValid(dt) ? kNames[dt] : "invalid";
-}
-
-bool dtypeValid(int dt) { return dt >= 0 && dt < cocclNumTypes; }
-
-bool isFloatingType(cocclDataType_t dt) {
-  return dt == cocclFloat16 || dt == cocclFloat32 || dt == cocclFloat64 || dt == cocclBfloat16 ||
-         dt == cocclFloat8e4m3 || dt == cocclFloat8e5m2;
-}
-
 void reduceArrays(void* out, const void* const* ins, int n, size_t count, cocclDataType_t dt,
                   cocclRedOp_t op, int avgDivisor) {
   switch (dt) {

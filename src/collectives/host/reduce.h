@@ -7,13 +7,9 @@
 #include <cstddef>
 
 #include "coccl.h"
+#include "core/dtype.h"  // dtypeSize, dtypeName, dtypeValid, isFloatingType
 
 namespace coccl {
-
-size_t dtypeSize(cocclDataType_t dt);
-const char* dtypeName(cocclDataType_t dt);
-bool dtypeValid(int dt);
-bool isFloatingType(cocclDataType_t dt);
 
 // out[i] = op(ins[0][i], ins[1][i], ..., ins[n-1][i]) for i < count (AVG divides the sum by
 // `avgDivisor`). out may alias any input exactly (same pointer); no partial overlap.

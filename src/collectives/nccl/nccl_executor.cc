@@ -28,7 +28,7 @@
 
 #include "codecs/codec.h"
 #include "collectives/layout.h"
-#include "collectives/host/reduce.h"
+#include "core/dtype.h"
 #include "core/agree.h"
 #include "core/error.h"
 #include "core/log.h"

@@ -218,9 +218,10 @@ void load() {
     }
     g_lib.handle = h;
     g_lib.path = cand;
-    using VersionFn = int (*)(int*);
-    auto getVersion = reinterpret_cast<VersionFn>(dlsym(h, "ncclGetVersion"));
-    if (getVersion(&g_lib.version) != 0) g_lib.version = 0;
+#define COCCL_NCCL_FN(name, ret, args) g_lib.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));
+#include "transport/nccl/nccl_functions.inc"
+#undef COCCL_NCCL_FN
+    if (g_lib.ncclGetVersion(&g_lib.version) != ncclSuccess) g_lib.version = 0;
     g_loaded = true;
     COCCL_INFO(kLogInit, "real NCCL %d loaded from %s", g_lib.version, cand.c_str());
     return;

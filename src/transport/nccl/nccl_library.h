@@ -15,10 +15,20 @@
 
 #include <string>
 
+#include "transport/nccl/nccl_abi.h"
+
 namespace coccl {
 namespace nccl {
 
-struct Library {
+// The real NCCL's functions (nccl_functions.inc), each nullptr where the library lacks it.
+struct Functions {
+#define COCCL_NCCL_FN(name, ret, args) ret(*name) args = nullptr;
+#include "transport/nccl/nccl_functions.inc"
+#undef COCCL_NCCL_FN
+};
+
+// The loaded library and its function table, filled once by the loader.
+struct Library : Functions {
   void* handle = nullptr;  // for dlsym
   std::string path;        // the candidate it came from
   int version = 0;         // ncclGetVersion (e.g. 22809)

@@ -10,6 +10,7 @@
 
 #include "core/agree.h"
 #include "core/bootstrap.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "transport/nccl/nccl_abi.h"
@@ -18,60 +19,34 @@
 namespace coccl {
 namespace {
 
-// The real NCCL's functions this transport calls.
-struct Api {
-  ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
-  ncclResult_t (*commInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*) = nullptr;
-  ncclResult_t (*commFinalize)(ncclComm_t) = nullptr;
-  ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
-  ncclResult_t (*commAbort)(ncclComm_t) = nullptr;
-  ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
-  const char* (*getErrorString)(ncclResult_t) = nullptr;
-  const char* (*getLastError)(ncclComm_t) = nullptr;
-  ncclResult_t (*groupStart)() = nullptr;
-  ncclResult_t (*groupEnd)() = nullptr;
-  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t,
-                       cudaStream_t) = nullptr;
-  ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
-  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                            cudaStream_t) = nullptr;
-  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                                cudaStream_t) = nullptr;
-  ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
-                            cudaStream_t) = nullptr;
-  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                            cudaStream_t) = nullptr;
-  ncclResult_t (*reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
-                         cudaStream_t) = nullptr;
-
-  // Fills the table; false (and the missing name in *why) when a function is absent.
-  bool load(std::string* why) {
-    bool ok = true;
-    auto get = [&](auto* fn, const char* name) {
-      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(nccl::symbol(name));
-      if (!*fn && ok) {
-        ok = false;
+// The real NCCL's functions this transport calls: the shared table (nccl_functions.inc) that
+// the loader fills once; load() copies it and checks that the ones needed here are present.
+struct Api : nccl::Functions {
+  bool load(const nccl::Library& lib, std::string* why) {
+    static_cast<nccl::Functions&>(*this) = lib;
+    for (auto [fn, name] : {std::pair<bool, const char*>{!!ncclGetUniqueId, "ncclGetUniqueId"},
+                            {!!ncclCommInitRankConfig, "ncclCommInitRankConfig"},
+                            {!!ncclCommFinalize, "ncclCommFinalize"},
+                            {!!ncclCommDestroy, "ncclCommDestroy"},
+                            {!!ncclCommAbort, "ncclCommAbort"},
+                            {!!ncclCommGetAsyncError, "ncclCommGetAsyncError"},
+                            {!!ncclGetErrorString, "ncclGetErrorString"},
+                            {!!ncclGetLastError, "ncclGetLastError"},
+                            {!!ncclGroupStart, "ncclGroupStart"},
+                            {!!ncclGroupEnd, "ncclGroupEnd"},
+                            {!!ncclSend, "ncclSend"},
+                            {!!ncclRecv, "ncclRecv"},
+                            {!!ncclAllReduce, "ncclAllReduce"},
+                            {!!ncclReduceScatter, "ncclReduceScatter"},
+                            {!!ncclAllGather, "ncclAllGather"},
+                            {!!ncclBroadcast, "ncclBroadcast"},
+                            {!!ncclReduce, "ncclReduce"}}) {
+      if (!fn) {
         *why = std::string("the real NCCL lacks ") + name;
+        return false;
       }
-    };
-    get(&getUniqueId, "ncclGetUniqueId");
-    get(&commInitRankConfig, "ncclCommInitRankConfig");
-    get(&commFinalize, "ncclCommFinalize");
-    get(&commDestroy, "ncclCommDestroy");
-    get(&commAbort, "ncclCommAbort");
-    get(&commGetAsyncError, "ncclCommGetAsyncError");
-    get(&getErrorString, "ncclGetErrorString");
-    get(&getLastError, "ncclGetLastError");
-    get(&groupStart, "ncclGroupStart");
-    get(&groupEnd, "ncclGroupEnd");
-    get(&send, "ncclSend");
-    get(&recv, "ncclRecv");
-    get(&allReduce, "ncclAllReduce");
-    get(&reduceScatter, "ncclReduceScatter");
-    get(&allGather, "ncclAllGather");
-    get(&broadcast, "ncclBroadcast");
-    get(&reduce, "ncclReduce");
-    return ok;
+    }
+    return true;
   }
 };
 
@@ -92,7 +67,7 @@ struct NcclTransport::Impl {
   Api api;
   ncclComm_t comm = nullptr;
   int version = 0;
-  int64_t timeoutMs = 300000;
+  int64_t timeoutMs = env_default::timeoutMs;
   std::string reason;
   std::atomic<bool> aborted{false};
   mutable std::shared_timed_mutex
@@ -108,9 +83,9 @@ struct NcclTransport::Impl {
 
   void check(ncclResult_t r, const char* what) const {
     if (r == ncclSuccess) return;
-    const char* last = api.getLastError ? api.getLastError(comm) : nullptr;
+    const char* last = api.ncclGetLastError ? api.ncclGetLastError(comm) : nullptr;
     COCCL_THROW(static_cast<cocclResult_t>(r), "NCCL transport: %s: %s%s%s", what,
-                api.getErrorString ? api.getErrorString(r) : "error", last && *last ? ": " : "",
+                api.ncclGetErrorString ? api.ncclGetErrorString(r) : "error", last && *last ? ": " : "",
                 last ? last : "");
   }
   void live(const char* what) const {
@@ -134,35 +109,33 @@ NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
   std::memset(&mine, 0, sizeof(mine));
   std::string why;
   const nccl::Library* lib = nccl::library(&why);
-  mine.status = lib && m.api.load(&why) ? 0 : 1;
+  mine.status = lib && m.api.load(*lib, &why) ? 0 : 1;
   if (mine.status == 0) {
     mine.version = lib->version;
     if (me == 0) {
-      ncclResult_t r = m.api.getUniqueId(&mine.id);
+      ncclResult_t r = m.api.ncclGetUniqueId(&mine.id);
       if (r != ncclSuccess) {
         mine.status = 2;
-        why = std::string("ncclGetUniqueId: ") + m.api.getErrorString(r);
+        why = std::string("ncclGetUniqueId: ") + m.api.ncclGetErrorString(r);
       }
     }
   }
   bs.allGather(all.data(), sizeof(Hello));  // throws on a dead peer: the caller's init fails
-  for (int r = 0; r < p && m.reason.empty(); ++r)
-    if (all[static_cast<size_t>(r)].status != 0)  // the same reason on every rank
-      m.reason = r == me ? format("rank %d: %s", r, why.c_str())
-                         : format("rank %d could not start NCCL", r);
+  // The same reason on every rank (the first rank that could not start NCCL, in its words).
+  m.reason = agree(bs, mine.status != 0 ? why : "");
   if (!m.reason.empty()) return;
   m.version = lib->version;
-  ncclResult_t r = m.api.commInitRankConfig(&m.comm, p, all[0].id, me, nullptr);
+  ncclResult_t r = m.api.ncclCommInitRankConfig(&m.comm, p, all[0].id, me, nullptr);
   if (r != ncclSuccess) {
-    const char* last = m.api.getLastError(nullptr);
-    why = format("ncclCommInitRankConfig: %s%s%s", m.api.getErrorString(r),
+    const char* last = m.api.ncclGetLastError(nullptr);
+    why = format("ncclCommInitRankConfig: %s%s%s", m.api.ncclGetErrorString(r),
                  last && *last ? ": " : "", last ? last : "");
     m.comm = nullptr;
   }
   // Every rank learns whether every init succeeded, so that all end in the same state.
   m.reason = agree(bs, r == ncclSuccess ? "" : why);
   if (!m.reason.empty()) {
-    if (m.comm) m.api.commAbort(m.comm);
+    if (m.comm) m.api.ncclCommAbort(m.comm);
     m.comm = nullptr;
     return;
   }
@@ -174,12 +147,12 @@ NcclTransport::~NcclTransport() {
   if (!m.comm || m.aborted.load()) return;  // abort() freed it
   std::unique_lock<std::shared_timed_mutex> lock(m.mu);
   ncclResult_t st = ncclSuccess;
-  const bool healthy = m.api.commGetAsyncError(m.comm, &st) == ncclSuccess && st == ncclSuccess;
+  const bool healthy = m.api.ncclCommGetAsyncError(m.comm, &st) == ncclSuccess && st == ncclSuccess;
   // Healthy: finalize (flushes this rank's operations, which peers may still be reading), then
   // destroy; otherwise abort.
-  ncclResult_t r = healthy ? m.api.commFinalize(m.comm) : ncclSuccess;
-  r = healthy && r == ncclSuccess ? m.api.commDestroy(m.comm) : m.api.commAbort(m.comm);
-  if (r != ncclSuccess) COCCL_WARN("NCCL transport teardown: %s", m.api.getErrorString(r));
+  ncclResult_t r = healthy ? m.api.ncclCommFinalize(m.comm) : ncclSuccess;
+  r = healthy && r == ncclSuccess ? m.api.ncclCommDestroy(m.comm) : m.api.ncclCommAbort(m.comm);
+  if (r != ncclSuccess) COCCL_WARN("NCCL transport teardown: %s", m.api.ncclGetErrorString(r));
 }
 
 bool NcclTransport::usable() const {
@@ -196,27 +169,27 @@ void NcclTransport::group(const std::function<void()>& post) {
   Impl& m = *impl_;
   Impl::Hold hold(m);
   m.live("group");
-  m.check(m.api.groupStart(), "ncclGroupStart");
+  m.check(m.api.ncclGroupStart(), "ncclGroupStart");
   ++t_groupDepth;
   try {
     post();
   } catch (...) {
     --t_groupDepth;
-    (void)m.api.groupEnd();  // what was posted runs; the first error is the one reported
+    (void)m.api.ncclGroupEnd();  // what was posted runs; the first error is the one reported
     throw;
   }
   --t_groupDepth;
-  m.check(m.api.groupEnd(), "ncclGroupEnd");
+  m.check(m.api.ncclGroupEnd(), "ncclGroupEnd");
 }
 
 void NcclTransport::send(const void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
-  m.call("ncclSend", [&] { return m.api.send(buf, bytes, ncclUint8, peer, m.comm, s); });
+  m.call("ncclSend", [&] { return m.api.ncclSend(buf, bytes, ncclUint8, peer, m.comm, s); });
 }
 
 void NcclTransport::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
-  m.call("ncclRecv", [&] { return m.api.recv(buf, bytes, ncclUint8, peer, m.comm, s); });
+  m.call("ncclRecv", [&] { return m.api.ncclRecv(buf, bytes, ncclUint8, peer, m.comm, s); });
 }
 
 namespace {
@@ -232,33 +205,33 @@ void NcclTransport::allReduce(const void* in, void* out, size_t count, cocclData
                               cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclAllReduce",
-         [&] { return m.api.allReduce(in, out, count, nt(dt), nop(op), m.comm, s); });
+         [&] { return m.api.ncclAllReduce(in, out, count, nt(dt), nop(op), m.comm, s); });
 }
 
 void NcclTransport::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
                                   cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclReduceScatter",
-         [&] { return m.api.reduceScatter(in, out, recvcount, nt(dt), nop(op), m.comm, s); });
+         [&] { return m.api.ncclReduceScatter(in, out, recvcount, nt(dt), nop(op), m.comm, s); });
 }
 
 void NcclTransport::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
                               cocclStream_t s) {
   Impl& m = *impl_;
-  m.call("ncclAllGather", [&] { return m.api.allGather(in, out, sendcount, nt(dt), m.comm, s); });
+  m.call("ncclAllGather", [&] { return m.api.ncclAllGather(in, out, sendcount, nt(dt), m.comm, s); });
 }
 
 void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
                               cocclStream_t s) {
   Impl& m = *impl_;
-  m.call("ncclBroadcast", [&] { return m.api.broadcast(in, out, count, nt(dt), root, m.comm, s); });
+  m.call("ncclBroadcast", [&] { return m.api.ncclBroadcast(in, out, count, nt(dt), root, m.comm, s); });
 }
 
 void NcclTransport::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                            cocclRedOp_t op, int root, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclReduce",
-         [&] { return m.api.reduce(in, out, count, nt(dt), nop(op), root, m.comm, s); });
+         [&] { return m.api.ncclReduce(in, out, count, nt(dt), nop(op), root, m.comm, s); });
 }
 
 cocclResult_t NcclTransport::asyncError() const {
@@ -273,7 +246,7 @@ cocclResult_t NcclTransport::asyncError() const {
     if (!lock.owns_lock()) return m.aborted.load() ? cocclInvalidUsage : cocclSuccess;
   }
   ncclResult_t st = ncclSuccess;
-  if (m.api.commGetAsyncError(m.comm, &st) != ncclSuccess) return cocclInternalError;
+  if (m.api.ncclCommGetAsyncError(m.comm, &st) != ncclSuccess) return cocclInternalError;
   return st == ncclInProgress ? cocclSuccess : static_cast<cocclResult_t>(st);
 }
 
@@ -286,8 +259,8 @@ void NcclTransport::abort() {
         "NCCL transport abort: an operation is still inside NCCL after %lld ms; aborting "
         "under it",
         static_cast<long long>(m.timeoutMs));
-  ncclResult_t r = m.api.commAbort(m.comm);  // m.comm stays set (other threads read it)
-  if (r != ncclSuccess) COCCL_WARN("NCCL transport abort: %s", m.api.getErrorString(r));
+  ncclResult_t r = m.api.ncclCommAbort(m.comm);  // m.comm stays set (other threads read it)
+  if (r != ncclSuccess) COCCL_WARN("NCCL transport abort: %s", m.api.ncclGetErrorString(r));
 }
 
 }  // namespace coccl

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codecs/codec.h"
+#include "core/dtype.h"
 #include "kernels/codec_desc.h"
 #include "kernels/float_convert.h"
 
@@ -41,9 +42,7 @@ inline const std::vector<cocclDataType_t>& codecTypes() {
   return k;
 }
 
-inline size_t typeSize(cocclDataType_t dt) {
-  return dt == cocclFloat32 ? 4 : 2;
-}
+inline size_t typeSize(cocclDataType_t dt) { return coccl::dtypeSize(dt); }
 
 inline const char* typeName(cocclDataType_t dt) {
   return dt == cocclFloat32 ? "fp32" : (dt == cocclFloat16 ? "fp16" : "bf16");

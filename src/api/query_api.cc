@@ -1,0 +1,71 @@
+// Queries at the C boundary: the communicator's codec choice for a call (its own CodecPolicy,
+// the one the collectives use) and the values of coccl's environment rows.
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "api/api_internal.h"
+#include "core/dtype.h"
+#include "core/env.h"
+
+using namespace coccl;
+
+namespace {
+
+// Copies `s` with its NUL into out[0, len).
+void copyOut(const std::string& s, char* out, size_t len, const char* what) {
+  COCCL_CHECK_ARG(s.size() < len, "%s is %zu bytes long: needs %zu bytes with its NUL, got %zu",
+                  what, s.size(), s.size() + 1, len);
+  std::memcpy(out, s.c_str(), s.size() + 1);
+}
+
+}  // namespace
+
+extern "C" {
+
+COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t coll, size_t count,
+                                            cocclDataType_t datatype, cocclRedOp_t op,
+                                            int* compressed, char* codecName,
+                                            size_t codecNameLen) {
+  return guarded(nullptr, "cocclCommQueryCodec", [&] {
+    COCCL_CHECK_ARG(comm && compressed, "comm or compressed is NULL");
+    COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
+    const int k = static_cast<int>(coll);
+    COCCL_CHECK_ARG(k >= 0 && k < cocclNumCollKinds, "invalid collective kind %d (valid: 0..%d)",
+                    k, cocclNumCollKinds - 1);
+    COCCL_CHECK_ARG(dtypeValid(datatype), "invalid data type %d (valid: 0..%d)",
+                    static_cast<int>(datatype), cocclNumTypes - 1);
+    if (coll == cocclCollAllGather) op = cocclSum;  // as cocclAllGather asks the policy
+    COCCL_CHECK_ARG(static_cast<int>(op) >= 0 && op < cocclNumOps,
+                    "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op),
+                    cocclNumOps - 1);
+    const Communicator& c = *comm->impl;
+    // The bytes the collectives hand the policy: the whole message (all ranks' blocks for
+    // ReduceScatter and AllGather).
+    const size_t ranks = coll == cocclCollAllReduce ? 1 : static_cast<size_t>(c.nranks());
+    const size_t es = dtypeSize(datatype);
+    COCCL_CHECK_ARG(count <= SIZE_MAX / ranks / es, "count %zu x %zu ranks overflows", count,
+                    ranks);
+    const CollKind kind = coll == cocclCollAllReduce       ? CollKind::AllReduce
+                          : coll == cocclCollReduceScatter ? CollKind::ReduceScatter
+                                                           : CollKind::AllGather;
+    const Codec* codec =
+        count == 0 ? nullptr : c.policy().select(kind, datatype, op, count * ranks * es, nullptr);
+    if (codecName) copyOut(codec ? codec->spec() : std::string("none"), codecName, codecNameLen,
+                           "the codec name");
+    *compressed = codec ? 1 : 0;
+  });
+}
+
+COCCL_API cocclResult_t cocclGetEnvValue(const char* name, char* value, size_t valueLen,
+                                         int* isSet) {
+  return guarded(nullptr, "cocclGetEnvValue", [&] {
+    COCCL_CHECK_ARG(name && value, "name or value is NULL");
+    const EnvRow* row = findEnvRow(name);
+    COCCL_CHECK_ARG(row, "%s is not a variable coccl reads (README \"Environment\")", name);
+    copyOut(envValueText(*row), value, valueLen, name);
+    if (isSet) *isSet = envIsSet(*row) ? 1 : 0;
+  });
+}
+
+}  // extern "C"
