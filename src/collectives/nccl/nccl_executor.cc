@@ -34,7 +34,7 @@
 #include "core/log.h"
 #include "kernels/device_codec.h"
 #include "mem/cuda_check.h"
-#include "transport/nccl/nccl_transport.h"
+#include "transport/nccl/nccl_comm.h"
 
 namespace coccl {
 namespace {
@@ -52,7 +52,7 @@ struct NcclExecutor::Impl {
   CommContext& comm;
   int device;
   int p, me;
-  std::unique_ptr<NcclTransport> tr;
+  std::unique_ptr<NcclComm> tr;
   cudaStream_t side = nullptr;
   cudaEvent_t ev[4][kSets] = {};  // per stage boundary and set
   bool exactOnly = false;  // uncompressed operations only: no staging
@@ -191,7 +191,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   Impl& m = *x->impl_;
   m.exactOnly = exactOnly;
   DeviceGuard g(device);
-  m.tr = std::make_unique<NcclTransport>(c.bootstrap());  // agrees across ranks itself
+  m.tr = std::make_unique<NcclComm>(c.bootstrap());  // agrees across ranks itself
   if (!m.tr->usable()) {
     *why = "NCCL transport: " + m.tr->reason();
     return nullptr;

@@ -1,4 +1,4 @@
-// NCCL transport: a communicator of the real NCCL (nccl_library.h: loaded at run time, never
+// NcclComm: a communicator of the real NCCL (nccl_library.h: loaded at run time, never
 // linked) beside a coccl communicator, its unique id travelling over coccl's bootstrap. It
 // carries device memory between ranks on any GPUs of any nodes: grouped point-to-point bytes
 // (the compressed collectives' encoded chunks) and NCCL's own uncompressed collectives. Knows
@@ -19,18 +19,18 @@ namespace coccl {
 
 class Bootstrap;
 
-class NcclTransport {
+class NcclComm {
  public:
   // Collective over `bs`: every rank calls it, with its CUDA device current. Never throws for a
   // rank that has no NCCL or a failed init: every rank ends usable(), or every rank not, with a
   // reason naming the rank that failed (a rank whose NCCL init fails after the others started
   // theirs leaves them to NCCL's own failure detection).
-  explicit NcclTransport(Bootstrap& bs);
+  explicit NcclComm(Bootstrap& bs);
   // Thread safety: every operation holds the communicator (shared) while inside NCCL, abort and
   // destruction hold it exclusively, so NCCL's communicator is never used after it was freed.
-  ~NcclTransport();  // ncclCommDestroy; ncclCommAbort after abort() or an asynchronous error
-  NcclTransport(const NcclTransport&) = delete;
-  NcclTransport& operator=(const NcclTransport&) = delete;
+  ~NcclComm();  // ncclCommDestroy; ncclCommAbort after abort() or an asynchronous error
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
 
   bool usable() const;
   const std::string& reason() const;

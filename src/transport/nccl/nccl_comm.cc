@@ -1,4 +1,4 @@
-#include "transport/nccl/nccl_transport.h"
+#include "transport/nccl/nccl_comm.h"
 
 #include <atomic>
 #include <chrono>
@@ -59,11 +59,11 @@ struct Hello {
 
 }  // namespace
 
-// Depth of NcclTransport::group on this thread: its sends and receives run under the group's
+// Depth of NcclComm::group on this thread: its sends and receives run under the group's
 // hold of the communicator.
 thread_local int t_groupDepth = 0;
 
-struct NcclTransport::Impl {
+struct NcclComm::Impl {
   Api api;
   ncclComm_t comm = nullptr;
   int version = 0;
@@ -100,7 +100,7 @@ struct NcclTransport::Impl {
   }
 };
 
-NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
+NcclComm::NcclComm(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.timeoutMs = std::max<int64_t>(bs.timeoutMs(), 1);
   const int p = bs.nranks(), me = bs.rank();
@@ -142,7 +142,7 @@ NcclTransport::NcclTransport(Bootstrap& bs) : impl_(std::make_unique<Impl>()) {
   COCCL_INFO(kLogInit | kLogNet, "NCCL transport on: NCCL %d, rank %d of %d", m.version, me, p);
 }
 
-NcclTransport::~NcclTransport() {
+NcclComm::~NcclComm() {
   Impl& m = *impl_;
   if (!m.comm || m.aborted.load()) return;  // abort() freed it
   std::unique_lock<std::shared_timed_mutex> lock(m.mu);
@@ -155,17 +155,17 @@ NcclTransport::~NcclTransport() {
   if (r != ncclSuccess) COCCL_WARN("NCCL transport teardown: %s", m.api.ncclGetErrorString(r));
 }
 
-bool NcclTransport::usable() const {
+bool NcclComm::usable() const {
   return impl_->comm != nullptr;
 }
-const std::string& NcclTransport::reason() const {
+const std::string& NcclComm::reason() const {
   return impl_->reason;
 }
-int NcclTransport::version() const {
+int NcclComm::version() const {
   return impl_->version;
 }
 
-void NcclTransport::group(const std::function<void()>& post) {
+void NcclComm::group(const std::function<void()>& post) {
   Impl& m = *impl_;
   Impl::Hold hold(m);
   m.live("group");
@@ -182,12 +182,12 @@ void NcclTransport::group(const std::function<void()>& post) {
   m.check(m.api.ncclGroupEnd(), "ncclGroupEnd");
 }
 
-void NcclTransport::send(const void* buf, size_t bytes, int peer, cocclStream_t s) {
+void NcclComm::send(const void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclSend", [&] { return m.api.ncclSend(buf, bytes, ncclUint8, peer, m.comm, s); });
 }
 
-void NcclTransport::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
+void NcclComm::recv(void* buf, size_t bytes, int peer, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclRecv", [&] { return m.api.ncclRecv(buf, bytes, ncclUint8, peer, m.comm, s); });
 }
@@ -201,40 +201,40 @@ ncclRedOp_t nop(cocclRedOp_t op) {
 }
 }  // namespace
 
-void NcclTransport::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+void NcclComm::allReduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                               cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclAllReduce",
          [&] { return m.api.ncclAllReduce(in, out, count, nt(dt), nop(op), m.comm, s); });
 }
 
-void NcclTransport::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
+void NcclComm::reduceScatter(const void* in, void* out, size_t recvcount, cocclDataType_t dt,
                                   cocclRedOp_t op, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclReduceScatter",
          [&] { return m.api.ncclReduceScatter(in, out, recvcount, nt(dt), nop(op), m.comm, s); });
 }
 
-void NcclTransport::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
+void NcclComm::allGather(const void* in, void* out, size_t sendcount, cocclDataType_t dt,
                               cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclAllGather", [&] { return m.api.ncclAllGather(in, out, sendcount, nt(dt), m.comm, s); });
 }
 
-void NcclTransport::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
+void NcclComm::broadcast(const void* in, void* out, size_t count, cocclDataType_t dt, int root,
                               cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclBroadcast", [&] { return m.api.ncclBroadcast(in, out, count, nt(dt), root, m.comm, s); });
 }
 
-void NcclTransport::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
+void NcclComm::reduce(const void* in, void* out, size_t count, cocclDataType_t dt,
                            cocclRedOp_t op, int root, cocclStream_t s) {
   Impl& m = *impl_;
   m.call("ncclReduce",
          [&] { return m.api.ncclReduce(in, out, count, nt(dt), nop(op), root, m.comm, s); });
 }
 
-cocclResult_t NcclTransport::asyncError() const {
+cocclResult_t NcclComm::asyncError() const {
   const Impl& m = *impl_;
   if (!m.comm) return cocclSuccess;
   // Cheap and never blocking: while abort holds the communicator, it is being aborted.
@@ -250,7 +250,7 @@ cocclResult_t NcclTransport::asyncError() const {
   return st == ncclInProgress ? cocclSuccess : static_cast<cocclResult_t>(st);
 }
 
-void NcclTransport::abort() {
+void NcclComm::abort() {
   Impl& m = *impl_;
   if (!m.comm || m.aborted.exchange(true)) return;  // new operations now fail at live()
   std::unique_lock<std::shared_timed_mutex> lock(m.mu, std::defer_lock);

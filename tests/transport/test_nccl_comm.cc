@@ -14,7 +14,7 @@
 
 #include "core_test_util.h"
 #include "transport/nccl/nccl_library.h"
-#include "transport/nccl/nccl_transport.h"
+#include "transport/nccl/nccl_comm.h"
 
 using namespace coccl;
 using namespace coccl::test;
@@ -53,7 +53,7 @@ TEST(FakeNccl, OneIdForwardingErrorsAndTeardown) {
   EXPECT_EQ(lib->version, 22899);
   runRanks(2, [](Bootstrap& bs) {
     const int me = bs.rank(), peer = 1 - me;
-    NcclTransport t(bs);
+    NcclComm t(bs);
     ASSERT_TRUE(t.usable()) << t.reason();
     EXPECT_EQ(t.version(), 22899);
     std::vector<char> buf(256);
@@ -100,7 +100,7 @@ TEST(FakeNccl, OneIdForwardingErrorsAndTeardown) {
 
 TEST(FakeNccl, AbortStopsEverything) {
   runRanks(2, [](Bootstrap& bs) {
-    NcclTransport t(bs);
+    NcclComm t(bs);
     ASSERT_TRUE(t.usable()) << t.reason();
     const int aborts = count(rk("ncclCommAbort", bs.rank()));
     t.abort();
@@ -114,7 +114,7 @@ TEST(FakeNccl, AbortStopsEverything) {
 
 TEST(NoNccl, EveryRankUnusableWithTheReason) {
   runRanks(3, [](Bootstrap& bs) {
-    NcclTransport t(bs);
+    NcclComm t(bs);
     EXPECT_FALSE(t.usable());
     EXPECT_NE(t.reason().find("COCCL_NCCL_LIBRARY"), std::string::npos) << t.reason();
     EXPECT_NE(t.reason().find("/nonexistent/libnccl.so.2"), std::string::npos) << t.reason();
@@ -123,14 +123,14 @@ TEST(NoNccl, EveryRankUnusableWithTheReason) {
 
 // The program loaded the real NCCL itself and no shim is around (e.g. PyTorch's NCCL and
 // coccl's C API in one process): the transport shares that instance, no private copy.
-// Its own process (ctest nccl_transport_programs).
+// Its own process (ctest nccl_comm_programs).
 TEST(ProgramsNccl, SharedWithoutAShim) {
   void* programs = dlopen(std::getenv("COCCL_NCCL_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
   ASSERT_NE(programs, nullptr) << dlerror();
   auto programCount = reinterpret_cast<int (*)(const char*)>(dlsym(programs, "fakeNcclCount"));
   ASSERT_NE(programCount, nullptr);
   runRanks(2, [](Bootstrap& bs) {
-    NcclTransport t(bs);
+    NcclComm t(bs);
     EXPECT_TRUE(t.usable()) << t.reason();
   });
   EXPECT_EQ(programCount("ncclCommInitRankConfig"), 2);
