@@ -7,33 +7,21 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "core_test_util.h"
 
 namespace coccl {
 namespace {
 
-// Sets one variable, re-reads the environment, and restores both on destruction.
-class ScopedEnv {
+// test::ScopedEnv with the last error cleared first (the re-read's warnings land there).
+class ScopedEnv : public test::ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-    setLastError("");
-    reloadEnvForTesting();
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-    reloadEnvForTesting();
-  }
+  ScopedEnv(const char* name, const char* value) : test::ScopedEnv(clear(name), value) {}
 
  private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
+  static const char* clear(const char* name) {
+    setLastError("");
+    return name;
+  }
 };
 
 std::string warning() { return lastError(); }
