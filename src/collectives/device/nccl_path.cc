@@ -143,7 +143,7 @@ struct NcclDevicePath::Impl {
   // Elements of one piece: whole codec blocks whose payload fits a slot.
   size_t pieceElems(const CodecDesc& d) const {
     const size_t g = static_cast<size_t>(d.block);
-    return std::max(g, slotBytes / (g + 4) * g);
+    return std::max(g, static_cast<size_t>(codecGeometry(d).elemsFitting(slotBytes)));
   }
   cudaStream_t user(cocclStream_t s) const { return reinterpret_cast<cudaStream_t>(s); }
   // `to` waits for everything issued so far on `from` (event of stage boundary `b`, set k).

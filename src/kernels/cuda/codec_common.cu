@@ -1,9 +1,10 @@
 // Launch plumbing, argument checks and the None codec (raw elements) of the device codec API.
+// The None kernels are the None codec's folder (src/codecs/none/none_kernels.cuh).
 #include <atomic>
 #include <cstring>
 
 #include "kernels/cuda/codec_kernels.cuh"
-#include "kernels/cuda/codec_none.cuh"
+#include "codecs/none/none_kernels.cuh"
 
 namespace coccl {
 namespace kernels {
@@ -61,8 +62,8 @@ static bool isReduceType(cocclDataType_t dt) {
 
 void checkDesc(const CodecDesc& d, const char* what) {
   if (d.kind == CodecKind::None) return;
-  COCCL_CHECK_ARG(d.kind == CodecKind::Int8 || d.kind == CodecKind::Fp8AshDs,
-                  "%s: unknown codec kind %d", what, static_cast<int>(d.kind));
+  COCCL_CHECK_ARG(isKnownCodecKind(d.kind), "%s: unknown codec kind %d", what,
+                  static_cast<int>(d.kind));
   COCCL_CHECK_ARG(
       d.block == 32 || d.block == 64 || d.block == 128 || d.block == 256 || d.block == 512,
       "%s: block %d (32, 64, 128, 256 or 512)", what, static_cast<int>(d.block));
@@ -133,8 +134,8 @@ void noneReduce(const void* const* ins, int p, int self, const void* selfIn, coc
 size_t payloadBytes(const CodecDesc& d, cocclDataType_t dt, size_t count) {
   detail::checkDesc(d, "payloadBytes");
   detail::checkCodecType(d, dt, "payloadBytes");
-  if (d.kind == CodecKind::None) return count * detail::elemBytes(dt);
-  return static_cast<size_t>(codecPayloadBytes(d, count));
+  return static_cast<size_t>(
+      codecGeometry(d, static_cast<int32_t>(detail::elemBytes(dt))).payloadBytes(count));
 }
 
 bool deviceAvailable() {
