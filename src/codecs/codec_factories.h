@@ -13,7 +13,7 @@ namespace codec_detail {
 // Codec ids (stable, part of the wire contract; codec_list.h): kCodecIdNone, kCodecIdInt8, ...
 // and the factories makeNoneCodec, makeInt8Codec, ... (defined in each codec's folder).
 #define COCCL_CODEC_FACTORY_(Kind, name, id, bits, meta, align) \
-  constexpr uint32_t kCodecId##Kind = id;                      \
+  constexpr uint32_t kCodecId##Kind = id;                       \
   CodecPtr make##Kind##Codec(const ParsedSpec& spec);
 COCCL_CODEC_LIST(COCCL_CODEC_FACTORY_)
 #undef COCCL_CODEC_FACTORY_

@@ -17,7 +17,7 @@
 // library) may include it: the kernel engine is instantiated from this list.
 #pragma once
 
-#define COCCL_CODEC_LIST(X)                \
-  X(None, none, 0, 0, 0, 1)                \
-  X(Int8, int8, 1, 8, 4, 4)                \
+#define COCCL_CODEC_LIST(X) \
+  X(None, none, 0, 0, 0, 1) \
+  X(Int8, int8, 1, 8, 4, 4) \
   X(Fp8AshDs, fp8_ash_ds, 2, 8, 4, 4)

@@ -16,7 +16,8 @@ struct Entry {
 };
 
 const Entry kCodecs[] = {
-#define COCCL_CODEC_ENTRY_(Kind, name, id, bits, meta, align) {#name, codec_detail::make##Kind##Codec},
+#define COCCL_CODEC_ENTRY_(Kind, name, id, bits, meta, align) \
+  {#name, codec_detail::make##Kind##Codec},
     COCCL_CODEC_LIST(COCCL_CODEC_ENTRY_)
 #undef COCCL_CODEC_ENTRY_
 };

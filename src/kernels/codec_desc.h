@@ -44,9 +44,9 @@ COCCL_HD_CONSTEXPR bool isKnownCodecKind(CodecKind k) {
 // PayloadGeometry::raw(rawElemBytes). An unknown kind gives an invalid geometry (block 0).
 COCCL_HD_CONSTEXPR PayloadGeometry codecGeometry(CodecKind k, int32_t block,
                                                  int32_t rawElemBytes = 1) {
-#define COCCL_CODEC_GEOMETRY_(Kind, name, id, bits, meta, align)                          \
-  if (k == CodecKind::Kind)                                                               \
-    return (bits) == 0 ? PayloadGeometry::raw(rawElemBytes)                               \
+#define COCCL_CODEC_GEOMETRY_(Kind, name, id, bits, meta, align) \
+  if (k == CodecKind::Kind)                                      \
+    return (bits) == 0 ? PayloadGeometry::raw(rawElemBytes)      \
                        : PayloadGeometry::blocked((bits), (meta), block, (align));
   COCCL_CODEC_LIST(COCCL_CODEC_GEOMETRY_)
 #undef COCCL_CODEC_GEOMETRY_

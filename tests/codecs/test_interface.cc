@@ -29,8 +29,9 @@ TEST(Interface, EncodedBytesFormulaAndExactWrites) {
         size_t want = c->lossless() ? n * elemSize(dt) : (n + g - 1) / g * (g + 4);
         ASSERT_EQ(c->encodedBytes(n, dt), want) << spec;
         // the payload geometry (every size computation's formula) says the same
-        ASSERT_EQ(codecGeometry(c->deviceDesc(), static_cast<int32_t>(elemSize(dt))).payloadBytes(n),
-                  want)
+        ASSERT_EQ(
+            codecGeometry(c->deviceDesc(), static_cast<int32_t>(elemSize(dt))).payloadBytes(n),
+            want)
             << spec;
         Typed t = makeTyped(synth(Dist::Laplace, n, n), dt);
         // two different fills: identical bytes in [0, want) means every byte was written;

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <cstring>
 
-#include "kernels/cuda/codec_kernels.cuh"
 #include "codecs/none/none_kernels.cuh"
+#include "kernels/cuda/codec_kernels.cuh"
 
 namespace coccl {
 namespace kernels {

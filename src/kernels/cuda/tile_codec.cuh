@@ -29,10 +29,10 @@ namespace kdev {
 #endif
 template <class Fn>
 __host__ __device__ __forceinline__ void dispatchFamily(const CodecDesc& d, Fn&& fn) {
-#define COCCL_DISPATCH_KIND_(Kind, name, id, bits, meta, align)   \
-  if (d.kind == CodecKind::Kind) {                                \
-    DeviceTiles<CodecKind::Kind>::dispatch(d, fn);           \
-    return;                                                       \
+#define COCCL_DISPATCH_KIND_(Kind, name, id, bits, meta, align) \
+  if (d.kind == CodecKind::Kind) {                              \
+    DeviceTiles<CodecKind::Kind>::dispatch(d, fn);              \
+    return;                                                     \
   }
   COCCL_CODEC_LIST(COCCL_DISPATCH_KIND_)
 #undef COCCL_DISPATCH_KIND_
@@ -43,9 +43,9 @@ __host__ __device__ __forceinline__ void dispatchFamily(const CodecDesc& d, Fn&&
 
 // Calls CALL with the type alias kFam set to the tile family of d (nothing for None), in a
 // lambda capturing by reference.
-#define COCCL_DISPATCH_FAMILY(d, CALL) \
+#define COCCL_DISPATCH_FAMILY(d, CALL)                    \
   ::coccl::kdev::dispatchFamily((d), [&](auto kFamTag_) { \
-    (void)kFamTag_;                    \
-    using kFam = decltype(kFamTag_);   \
-    CALL;                              \
+    (void)kFamTag_;                                       \
+    using kFam = decltype(kFamTag_);                      \
+    CALL;                                                 \
   })
