@@ -27,6 +27,7 @@
 #include "codecs/codec.h"
 #include "kernel_bench_fill.h"
 #include "kernels/device_codec.h"
+#include "unfused_codec.h"
 
 namespace {
 

@@ -1,5 +1,6 @@
 // BlockCodec<K>: the Codec interface for a blocked codec (payload layout in block_driver.h),
-// given a host block kernel K. K additionally provides
+// given a host block kernel K. Sizes are the codec's PayloadGeometry (codecGeometry(K::kKind, G),
+// kernels/payload_geometry.h). K additionally provides
 //   static constexpr const char* kName; static constexpr uint32_t kId, kFormatVersion;
 //   double errorBound(size_t G, double blockRms, double blockAbsMax) const;
 //   CodecDesc desc(size_t G) const;
@@ -20,7 +21,10 @@ template <class K>
 class BlockCodec final : public Codec {
  public:
   BlockCodec(K kernel, size_t block, std::string spec)
-      : k_(std::move(kernel)), g_(block), spec_(std::move(spec)) {}
+      : k_(std::move(kernel)),
+        g_(block),
+        geo_(codecGeometry(K::kKind, static_cast<int32_t>(block))),
+        spec_(std::move(spec)) {}
 
   const char* name() const override { return K::kName; }
   const std::string& spec() const override { return spec_; }
@@ -35,7 +39,7 @@ class BlockCodec final : public Codec {
     checkType(dt, "encodedBytes");
     COCCL_CHECK_ARG(count <= std::numeric_limits<size_t>::max() / 8, "%s: count %zu too large",
                     K::kName, count);
-    return numBlocks(count, g_) * (g_ + 4);
+    return static_cast<size_t>(geo_.payloadBytes(count));
   }
 
   void encode(const void* in, cocclDataType_t dt, size_t count, void* out) const override {
@@ -43,7 +47,7 @@ class BlockCodec final : public Codec {
     if (count == 0) return;
     checkPtrs(in, out, "encode");
     auto* payload = static_cast<uint8_t*>(out);
-    const size_t nb = numBlocks(count, g_);
+    const size_t nb = static_cast<size_t>(geo_.blocks(count));
     dispatchBlock(g_, [&](auto gt) {
       constexpr int G = decltype(gt)::value;
       dispatchFloatType(dt, [&](auto dtt) {
@@ -121,6 +125,7 @@ class BlockCodec final : public Codec {
 
   K k_;
   size_t g_;
+  PayloadGeometry geo_;
   std::string spec_;
 };
 

@@ -1,13 +1,17 @@
 // Host loops of the blocked codecs: walk a payload block by block with fixed-size local arrays
 // (templated on the block size G and the element type), calling a block kernel K that wraps
-// the shared math of src/kernels/. No allocation, no virtual call per element.
+// the codec's scalar block math (src/codecs/<codec>/*_block.h). No allocation, no virtual call
+// per element.
 //
-// Payload of `count` elements (nb = ceil(count / G) blocks):
+// Payload of `count` elements: the codec's PayloadGeometry (kernels/payload_geometry.h,
+// codecGeometry(K::kKind, G)); for the byte-code codecs these loops serve (one Code per
+// element, one 4-byte scale word per block) with nb = ceil(count / G) blocks:
 //   bytes [0, nb*G)          one-byte codes, block-major, input order inside a block
 //                            (a partial last block keeps all G codes; its input is zero-padded)
 //   bytes [nb*G, nb*(G+4))   nb little-endian fp32 scale words (4-byte aligned: G % 4 == 0)
 //
 // A kernel K provides:
+//   static constexpr CodecKind kKind;  (its line of the codec list: the payload geometry)
 //   using Code = uint8_t or int8_t;
 //   template <int G> uint32_t encode(const float* x, float* scratch, Code* codes) const;
 //   template <int G> void decode(const Code* codes, uint32_t word, float* out) const;
@@ -17,6 +21,7 @@
 #include <cstring>
 
 #include "codecs/dtype_io.h"
+#include "kernels/codec_desc.h"
 
 namespace coccl {
 namespace codec_detail {
@@ -48,8 +53,14 @@ inline void storeWord(uint8_t* p, uint32_t w) {
   std::memcpy(p, &w, 4);
 }
 
-inline size_t numBlocks(size_t count, size_t g) {
-  return (count + g - 1) / g;
+// The payload geometry of K's codec for blocks of G, checked against what the loops below
+// are written for: one Code a element, one 4-byte scale word a block.
+template <class K, int G>
+constexpr PayloadGeometry blockGeometry() {
+  constexpr PayloadGeometry geo = codecGeometry(K::kKind, G);
+  static_assert(geo.valid() && geo.codeBits == 8 * sizeof(typename K::Code) && geo.metaBytes == 4,
+                "the host block loops handle byte codes and one 4-byte word a block");
+  return geo;
 }
 
 // Loads elements [base, base+n) of src into x[0, G), zero-padding past n.
@@ -69,15 +80,15 @@ template <int G, cocclDataType_t DT, class K>
 COCCL_HOST_CLONES void encodeBlocks(const K& k, const typename FloatIO<DT>::T* src, size_t count,
                                     size_t b0, size_t b1, uint8_t* payload) {
   using Code = typename K::Code;
-  const size_t nb = numBlocks(count, G);
-  uint8_t* scales = payload + nb * G;
+  constexpr PayloadGeometry geo = blockGeometry<K, G>();
+  const size_t nb = geo.blocks(count);
   alignas(64) float x[G];
   alignas(64) float y[G];
   for (size_t b = b0; b < b1; ++b) {
     const size_t base = b * G;
     loadBlock<G, DT>(src + base, std::min<size_t>(G, count - base), x);
-    uint32_t w = k.template encode<G>(x, y, reinterpret_cast<Code*>(payload + base));
-    storeWord(scales + 4 * b, w);
+    uint32_t w = k.template encode<G>(x, y, reinterpret_cast<Code*>(payload + geo.codesAt(b)));
+    storeWord(payload + geo.metaAt(nb, b), w);
   }
 }
 
@@ -104,13 +115,13 @@ template <int G, class K, class Sink>
 COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t count,
                                     const Sink& sink) {
   using Code = typename K::Code;
-  const size_t nb = numBlocks(count, G);
-  const uint8_t* scales = payload + nb * G;
+  constexpr PayloadGeometry geo = blockGeometry<K, G>();
+  const size_t nb = geo.blocks(count);
   alignas(64) float z[G];
   for (size_t b = 0; b < nb; ++b) {
     const size_t base = b * G;
-    k.template decode<G>(reinterpret_cast<const Code*>(payload + base), loadWord(scales + 4 * b),
-                         z);
+    k.template decode<G>(reinterpret_cast<const Code*>(payload + geo.codesAt(b)),
+                         loadWord(payload + geo.metaAt(nb, b)), z);
     sink.put(base, z, std::min<size_t>(G, count - base));
   }
 }
@@ -125,8 +136,8 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
                                                 float scale, uint8_t* out,
                                                 typename FloatIO<DT>::T* decoded) {
   using Code = typename K::Code;
-  const size_t nb = numBlocks(count, G);
-  uint8_t* scales = out + nb * G;
+  constexpr PayloadGeometry geo = blockGeometry<K, G>();
+  const size_t nb = geo.blocks(count);
   alignas(64) float acc[G];
   alignas(64) float z[G];
   for (size_t b = 0; b < nb; ++b) {
@@ -137,8 +148,8 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
         loadBlock<G, DT>(selfIn + base, n, z);
       } else {
         const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
-        k.template decode<G>(reinterpret_cast<const Code*>(in + base),
-                             loadWord(in + nb * G + 4 * b), z);
+        k.template decode<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
+                             loadWord(in + geo.metaAt(nb, b)), z);
       }
       if (r == 0) {
         for (int i = 0; i < G; ++i) acc[i] = z[i];
@@ -151,9 +162,9 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
     }
     // positions past count are zero padding, exactly as encode(fp32 acc) would see them
     for (size_t i = n; i < static_cast<size_t>(G); ++i) acc[i] = 0.0f;
-    Code* codes = reinterpret_cast<Code*>(out + base);
+    Code* codes = reinterpret_cast<Code*>(out + geo.codesAt(b));
     uint32_t w = k.template encode<G>(acc, z, codes);
-    storeWord(scales + 4 * b, w);
+    storeWord(out + geo.metaAt(nb, b), w);
     if (decoded != nullptr) {
       k.template decode<G>(codes, w, z);
       StoreSink<DT>{decoded}.put(base, z, n);

@@ -2,7 +2,8 @@
 // payload of exactly encodedBytes(count) bytes and back. Codecs know nothing of ranks; the
 // collectives cut messages into chunks (multiples of blockElems()) and encode each chunk into
 // its own payload. Host and device implementations of a codec produce identical bytes for
-// identical input (the block math lives in src/kernels/*.h, shared by both).
+// identical input (the block math lives in src/codecs/<codec>/*_block.h and src/kernels/*.h,
+// shared by both; payload sizes are the codec's PayloadGeometry, kernels/payload_geometry.h).
 //
 // Thread-safety: all methods are const and reentrant.
 #pragma once

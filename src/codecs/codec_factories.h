@@ -4,17 +4,19 @@
 #pragma once
 
 #include "codecs/codec.h"
+#include "codecs/codec_list.h"
 #include "codecs/spec.h"
 
 namespace coccl {
 namespace codec_detail {
 
-// Codec ids (stable, part of the wire contract).
-enum : uint32_t { kCodecIdNone = 0, kCodecIdInt8 = 1, kCodecIdFp8AshDs = 2 };
-
-CodecPtr makeNoneCodec(const ParsedSpec& spec);
-CodecPtr makeInt8Codec(const ParsedSpec& spec);
-CodecPtr makeFp8AshDsCodec(const ParsedSpec& spec);
+// Codec ids (stable, part of the wire contract; codec_list.h): kCodecIdNone, kCodecIdInt8, ...
+// and the factories makeNoneCodec, makeInt8Codec, ... (defined in each codec's folder).
+#define COCCL_CODEC_FACTORY_(Kind, name, id, bits, meta, align) \
+  constexpr uint32_t kCodecId##Kind = id;                       \
+  CodecPtr make##Kind##Codec(const ParsedSpec& spec);
+COCCL_CODEC_LIST(COCCL_CODEC_FACTORY_)
+#undef COCCL_CODEC_FACTORY_
 
 // The block sizes the blocked codecs accept.
 inline const std::vector<long>& blockSizes() {

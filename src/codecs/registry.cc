@@ -1,4 +1,4 @@
-// makeCodec / codecNames: the table of built-in codecs.
+// makeCodec / codecNames: the table of built-in codecs (from the codec list, codec_list.h).
 #include <string>
 
 #include "codecs/codec.h"
@@ -16,9 +16,10 @@ struct Entry {
 };
 
 const Entry kCodecs[] = {
-    {"none", codec_detail::makeNoneCodec},
-    {"int8", codec_detail::makeInt8Codec},
-    {"fp8_ash_ds", codec_detail::makeFp8AshDsCodec},
+#define COCCL_CODEC_ENTRY_(Kind, name, id, bits, meta, align) \
+  {#name, codec_detail::make##Kind##Codec},
+    COCCL_CODEC_LIST(COCCL_CODEC_ENTRY_)
+#undef COCCL_CODEC_ENTRY_
 };
 
 }  // namespace

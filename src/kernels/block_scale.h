@@ -24,7 +24,7 @@
 // where each element keeps ~FP8/INT8 relative precision instead of losing the scale's bits.
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/host_device.h"
 
 namespace coccl {
 namespace kmath {

@@ -16,6 +16,8 @@
 // alignment (16 bytes takes the vector path); payloads any alignment (4 or 8 bytes takes it).
 // count = 0 is a no-op. Types: fp32, fp16, bf16 for int8 / fp8_ash_ds; the None codec (kind
 // None: payload = the raw elements) copies any type and reduces fp32 / fp16 / bf16.
+// (The unfused comparison kernels of the benchmark are not part of this library:
+// perf/kernel_bench/unfused/unfused_codec.h.)
 #pragma once
 
 #include <cstddef>
@@ -31,7 +33,8 @@ namespace kernels {
 // in the kernel's parameters).
 constexpr int kMaxReduceInputs = 64;
 
-// Payload bytes of `count` elements of dt (codecPayloadBytes, or count * size for None).
+// Payload bytes of `count` elements of dt: codecGeometry(d, element size).payloadBytes(count)
+// (for None, count * element size).
 size_t payloadBytes(const CodecDesc& d, cocclDataType_t dt, size_t count);
 
 // Whether a CUDA device is usable (cudaGetDeviceCount > 0; checked once).
@@ -60,18 +63,6 @@ void decodeAccumulate(const CodecDesc& d, const void* const* ins, int p, size_t 
 void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int self,
                         const void* selfIn, cocclDataType_t dt, size_t count, float scale,
                         void* out, void* decoded, cudaStream_t stream);
-
-// ---- the unfused comparison (benchmarks only) -------------------------------------------------
-// fp8_ash_ds and int8 as separate passes through device memory: encode = block statistics
-// (energy, absmax, alpha) -> transform (alpha * x, Hadamard, fp32 to scratch) -> scale
-// (max |y|, the scale word) -> cast (codes; RAW blocks from the input); decode = dequantize
-// (fp32 to scratch) -> transform, scale and cast to dt. Same bytes as the fused kernels.
-// scratch: unfusedScratchBytes(d, count) bytes of device memory.
-size_t unfusedScratchBytes(const CodecDesc& d, size_t count);
-void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_t count, void* out,
-                   void* scratch, cudaStream_t stream);
-void decodeUnfused(const CodecDesc& d, const void* in, size_t count, cocclDataType_t dt, void* out,
-                   void* scratch, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace coccl

@@ -6,7 +6,7 @@
 // Written branch-light (selects, constant shifts) so host loops vectorize.
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/host_device.h"
 
 namespace coccl {
 namespace kmath {

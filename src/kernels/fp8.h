@@ -12,7 +12,7 @@
 // fp8ToFloat<F>(code): exact (E5M2 Inf -> Inf, NaN codes -> quiet NaN).
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/host_device.h"
 
 namespace coccl {
 namespace kmath {

@@ -13,7 +13,7 @@
 // sum, never fused), then p'_i = p_{2i} + p_{2i+1}, ... until one value remains.
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/host_device.h"
 
 namespace coccl {
 namespace kmath {

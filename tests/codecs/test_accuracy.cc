@@ -70,6 +70,7 @@ TEST(Accuracy, CompressionRatios) {
       CodecPtr c = makeCodec(std::string(name) + ":block=" + std::to_string(g));
       size_t bytes = c->encodedBytes(n, cocclBfloat16);
       EXPECT_EQ(bytes, n / g * (g + 4));
+      EXPECT_EQ(bytes, codecGeometry(c->deviceDesc()).payloadBytes(n));
       std::printf("%-24s %6zu %10.4f %10.4f\n", name, g, 2.0 * n / bytes, 4.0 * n / bytes);
     }
   }

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "codec_test_util.h"
-#include "kernels/ash_block.h"
-#include "kernels/int8_block.h"
+#include "codecs/fp8_ash_ds/ash_block.h"
+#include "codecs/int8/int8_block.h"
 
 namespace coccl {
 namespace test {

@@ -28,6 +28,11 @@ TEST(Interface, EncodedBytesFormulaAndExactWrites) {
         size_t g = c->blockElems();
         size_t want = c->lossless() ? n * elemSize(dt) : (n + g - 1) / g * (g + 4);
         ASSERT_EQ(c->encodedBytes(n, dt), want) << spec;
+        // the payload geometry (every size computation's formula) says the same
+        ASSERT_EQ(
+            codecGeometry(c->deviceDesc(), static_cast<int32_t>(elemSize(dt))).payloadBytes(n),
+            want)
+            << spec;
         Typed t = makeTyped(synth(Dist::Laplace, n, n), dt);
         // two different fills: identical bytes in [0, want) means every byte was written;
         // the 64 guard bytes after it keep the fill
@@ -244,6 +249,34 @@ TEST(Interface, DeviceDescMatchesTheSpec) {
   EXPECT_EQ(f.alphaMax, 64.0f);
   EXPECT_EQ(codecPayloadBytes(f, 1000),
             makeCodec("fp8_ash_ds:block=256")->encodedBytes(1000, cocclBfloat16));
+}
+
+TEST(Interface, PayloadGeometryIsTheHandFormula) {
+  for (const char* spec : {"int8:block=32", "int8:block=512,rotate=0", "fp8_ash_ds:block=128",
+                           "fp8_ash_ds:block=64,format=e5m2"}) {
+    const CodecDesc d = makeCodec(spec)->deviceDesc();
+    const PayloadGeometry geo = codecGeometry(d);
+    const uint64_t g = static_cast<uint64_t>(d.block);
+    EXPECT_TRUE(geo.valid()) << spec;
+    EXPECT_EQ(geo.codeBits, 8) << spec;
+    EXPECT_EQ(geo.metaBytes, 4) << spec;
+    EXPECT_EQ(geo.block, d.block) << spec;
+    for (uint64_t n : {0, 1, 31, 33, 129, 100003}) {
+      const uint64_t nb = (n + g - 1) / g;
+      EXPECT_EQ(geo.blocks(n), nb) << spec;
+      EXPECT_EQ(geo.payloadBytes(n), nb * (g + 4)) << spec;
+      EXPECT_EQ(geo.metaOffset(nb), nb * g) << spec;
+      if (nb > 0) {
+        EXPECT_EQ(geo.metaAt(nb, nb - 1), nb * g + 4 * (nb - 1)) << spec;
+      }
+    }
+    // the planner's and the NCCL path's "whole blocks whose payload fits B bytes"
+    for (uint64_t bytes : {uint64_t(0), g + 3, g + 4, uint64_t(1000), uint64_t(1) << 20}) {
+      EXPECT_EQ(geo.elemsFitting(bytes), bytes / (g + 4) * g) << spec;
+      EXPECT_LE(geo.payloadBytes(geo.elemsFitting(bytes)), bytes) << spec;
+    }
+  }
+  EXPECT_EQ(codecGeometry(makeCodec("none")->deviceDesc(), 2).payloadBytes(7), 14u);
 }
 
 TEST(Interface, BadSpecsThrowInvalidArgument) {

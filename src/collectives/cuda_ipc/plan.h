@@ -40,7 +40,7 @@ struct Planner {
   // Elements per part for a codec of block G: whole blocks whose payload fits a sub-slot.
   uint64_t codecPartCap(const CodecDesc& d) const {
     const uint64_t g = static_cast<uint64_t>(d.block);
-    return std::max<uint64_t>(lay.sub / (g + 4) * g, g);
+    return std::max<uint64_t>(codecGeometry(d).elemsFitting(lay.sub), g);
   }
   static uint32_t rounds(uint64_t n, int nb, uint64_t partCap) {
     return static_cast<uint32_t>(ceilDiv(n, static_cast<uint64_t>(nb) * partCap));

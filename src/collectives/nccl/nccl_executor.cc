@@ -124,7 +124,7 @@ struct NcclExecutor::Impl {
   // Elements of one piece: whole codec blocks whose payload fits a slot.
   size_t pieceElems(const CodecDesc& d) const {
     const size_t g = static_cast<size_t>(d.block);
-    return std::max(g, slotBytes / (g + 4) * g);
+    return std::max(g, static_cast<size_t>(codecGeometry(d).elemsFitting(slotBytes)));
   }
   void allReduce(const CollRequest& r, CollStats& stats);
   void reduceScatter(const CollRequest& r, CollStats& stats);

@@ -11,8 +11,8 @@
 // (src/collectives/device) call these on the parts of a message they own; the codec kernels
 // (codec_kernels.cuh) are thin grid-wide wrappers of the ...T versions.
 //
-// The ...G versions below (BlockOps over WarpAsh / WarpInt8: one contiguous run a lane) are
-// the first, simpler implementation, kept as a second reference; they write the same bytes.
+// (The first, simpler implementation - BlockOps over WarpAsh / WarpInt8, one contiguous run a
+// lane - is a test-only reference now: tests/gpu/codec/warp_reference.cuh.)
 //
 // Pointers: inputs and outputs may be any address aligned to their element type (payloads to
 // 1 byte); 16-byte (payloads: 4 / 8-byte) alignment takes the vector path. In-place use is
@@ -27,7 +27,6 @@
 #include "kernels/codec_desc.h"
 #include "kernels/cuda/tile_codec.cuh"
 #include "kernels/cuda/tile_loops.cuh"
-#include "kernels/cuda/warp_codec.cuh"
 
 namespace coccl {
 namespace kdev {
@@ -36,160 +35,6 @@ struct WarpSet {
   int warp;    // this warp's index in the set
   int nwarps;  // warps in the set
 };
-
-// Elements per lane for a codec block of G elements and a T of `bytes` bytes: 16-byte vector
-// loads where possible, at most 32 lanes per block.
-template <int G, int TBytes>
-struct LaneRun {
-  static constexpr int kVec = 16 / TBytes;
-  static constexpr int E = kVec > G ? G : (G / kVec > 32 ? G / 32 : kVec);
-  static constexpr int L = G / E;
-};
-
-// ---- one codec block, warp-cooperative (each L-lane group of the warp takes one block) -------
-
-template <int G, int E>
-struct BlockOps {
-  static constexpr int L = G / E;
-
-  // Encodes x (the lane's run of one block) into the lane's E code bytes; returns the block's
-  // scale word (same in every lane of the group).
-  __device__ __forceinline__ static uint32_t encode(const CodecDesc& d, const float (&x)[E],
-                                                    uint8_t (&codes)[E], int lig) {
-    if (d.kind == CodecKind::Int8)
-      return WarpInt8<G, E>::encode(x, reinterpret_cast<int8_t(&)[E]>(codes), lig, d.rotate != 0);
-    const AshParams p{d.lambda, d.alphaMin, d.alphaMax};
-    return d.fp8E5M2 ? WarpAsh<G, E, Fp8E5M2>::encode(x, codes, lig, p)
-                     : WarpAsh<G, E, Fp8E4M3>::encode(x, codes, lig, p);
-  }
-
-  __device__ __forceinline__ static void decode(const CodecDesc& d, const uint8_t (&codes)[E],
-                                                uint32_t w, float (&out)[E], int lig) {
-    if (d.kind == CodecKind::Int8)
-      WarpInt8<G, E>::decode(reinterpret_cast<const int8_t(&)[E]>(codes), w, d.rotate != 0, out,
-                             lig);
-    else if (d.fp8E5M2)
-      WarpAsh<G, E, Fp8E5M2>::decode(codes, w, out, lig);
-    else
-      WarpAsh<G, E, Fp8E4M3>::decode(codes, w, out, lig);
-  }
-
-  // Payload access: codes of block b at payload + b*G, scale words at payload + nb*G.
-  __device__ __forceinline__ static void store(uint8_t* payload, size_t nb, size_t b, int lig,
-                                               const uint8_t (&codes)[E], uint32_t w) {
-    storeCodes<E>(payload + b * G + lig * E, codes);
-    if (lig == 0) {
-      uint8_t* wp = payload + nb * G + 4 * b;
-      if ((reinterpret_cast<uintptr_t>(wp) & 3u) == 0) {
-        *reinterpret_cast<uint32_t*>(wp) = w;
-      } else {
-        for (int i = 0; i < 4; ++i) wp[i] = static_cast<uint8_t>(w >> (8 * i));
-      }
-    }
-  }
-  __device__ __forceinline__ static uint32_t load(const uint8_t* payload, size_t nb, size_t b,
-                                                  int lig, uint8_t (&codes)[E]) {
-    loadCodes<E>(payload + b * G + lig * E, codes);
-    const uint8_t* wp = payload + nb * G + 4 * b;
-    if ((reinterpret_cast<uintptr_t>(wp) & 3u) == 0) return *reinterpret_cast<const uint32_t*>(wp);
-    return packBytes4(wp[0], wp[1], wp[2], wp[3]);
-  }
-  __device__ __forceinline__ static void decodeAt(const CodecDesc& d, const uint8_t* payload,
-                                                  size_t nb, size_t b, int lig, float (&out)[E]) {
-    uint8_t c[E];
-    const uint32_t w = load(payload, nb, b, lig, c);
-    decode(d, c, w, out, lig);
-  }
-};
-
-// Iterates the codec blocks of a chunk handled by this warp, giving (block, lane-in-group).
-// Every lane of the warp iterates the same number of times (blocks past the end are skipped
-// as a whole group, so the shuffles inside a block stay convergent).
-template <int G, int E, class F>
-__device__ __forceinline__ void forEachBlock(size_t nb, WarpSet ws, F&& f) {
-  constexpr int L = G / E;
-  constexpr int kPerWarp = 32 / L;
-  const int lane = threadIdx.x & 31;
-  const int group = lane / L, lig = lane % L;
-  for (size_t base = static_cast<size_t>(ws.warp) * kPerWarp; base < nb;
-       base += static_cast<size_t>(ws.nwarps) * kPerWarp) {
-    const size_t b = base + group;
-    // Groups are independent (their shuffles are masked to the group), so a group past the
-    // end simply does not run.
-    if (b < nb) f(b, lig);
-  }
-}
-
-// ---- chunk operations (G known at compile time) ----------------------------------------------
-
-template <int G, class Tag>
-__device__ void encodeChunkG(const CodecDesc& d, const typename Tag::T* in, size_t n,
-                             uint8_t* payload, WarpSet ws) {
-  constexpr int E = LaneRun<G, sizeof(typename Tag::T)>::E;
-  const size_t nb = (n + G - 1) / G;
-  forEachBlock<G, E>(nb, ws, [&](size_t b, int lig) {
-    float x[E];
-    uint8_t c[E];
-    loadRun<Tag, E>(in, b * G + lig * E, n, x);
-    const uint32_t w = BlockOps<G, E>::encode(d, x, c, lig);
-    BlockOps<G, E>::store(payload, nb, b, lig, c, w);
-  });
-}
-
-template <int G, class Tag>
-__device__ void decodeChunkG(const CodecDesc& d, const uint8_t* payload, size_t n,
-                             typename Tag::T* out, WarpSet ws) {
-  constexpr int E = LaneRun<G, sizeof(typename Tag::T)>::E;
-  const size_t nb = (n + G - 1) / G;
-  forEachBlock<G, E>(nb, ws, [&](size_t b, int lig) {
-    float v[E];
-    BlockOps<G, E>::decodeAt(d, payload, nb, b, lig, v);
-    storeRun<Tag, E>(out, b * G + lig * E, n, v);
-  });
-}
-
-// acc = sum over r = 0..p-1 in order (first term assigned, the others added) of
-// (r == self ? selfIn : decode(ins[r])); acc *= scale if scale != 1; padding zeroed; then
-//   outPayload != null: encode(acc) into it, and userOut (if any) gets decode(outPayload);
-//   outPayload == null: userOut gets acc rounded to Tag's type.
-// self = -1: no raw input. Equals the host's decodeReduceEncode / decode-accumulate.
-template <int G, class Tag>
-__device__ void reduceChunkG(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
-                             const typename Tag::T* selfIn, size_t n, float scale,
-                             uint8_t* outPayload, typename Tag::T* userOut, WarpSet ws) {
-  constexpr int E = LaneRun<G, sizeof(typename Tag::T)>::E;
-  const size_t nb = (n + G - 1) / G;
-  forEachBlock<G, E>(nb, ws, [&](size_t b, int lig) {
-    const size_t first = b * G + lig * E;
-    float acc[E], z[E];
-    for (int r = 0; r < p; ++r) {
-      if (r == self)
-        loadRun<Tag, E>(selfIn, first, n, z);
-      else
-        BlockOps<G, E>::decodeAt(d, ins[r], nb, b, lig, z);
-#pragma unroll
-      for (int i = 0; i < E; ++i) acc[i] = r == 0 ? z[i] : addRn(acc[i], z[i]);
-    }
-    if (scale != 1.0f) {
-#pragma unroll
-      for (int i = 0; i < E; ++i) acc[i] = mulRn(acc[i], scale);
-    }
-#pragma unroll
-    for (int i = 0; i < E; ++i)
-      if (first + i >= n) acc[i] = 0.0f;
-    if (outPayload) {
-      uint8_t c[E];
-      const uint32_t w = BlockOps<G, E>::encode(d, acc, c, lig);
-      BlockOps<G, E>::store(outPayload, nb, b, lig, c, w);
-      if (userOut) {  // what every rank will decode from these bytes
-        BlockOps<G, E>::decode(d, c, w, z, lig);
-        storeRun<Tag, E>(userOut, first, n, z);
-      }
-    } else if (userOut) {
-      storeRun<Tag, E>(userOut, first, n, acc);
-    }
-  });
-}
 
 // ---- tile implementations (codec family and G known at compile time) -------------------------
 
@@ -221,8 +66,9 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
   using S = typename TileRun<G, sizeof(typename Tag::T), Elems>::Shape;
   using C = typename Fam::template Tile<S>;
   constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
+  static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
+  const size_t nb = tileGeometry<S>().blocks(n);
   // vector access when every payload is E0-aligned and the typed buffers 16-byte aligned
   uintptr_t payloadBits = reinterpret_cast<uintptr_t>(outPayload);
   for (int r = 0; r < p; ++r)
@@ -304,7 +150,7 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
   });
 }
 
-// ---- run-time dispatch on the codec and G ------------------------------------------------------
+// ---- run-time dispatch on G and the codec ------------------------------------------------------
 
 #define COCCL_DISPATCH_G(d, CALL) \
   switch ((d).block) {            \
@@ -332,22 +178,7 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
       break;                      \
   }
 
-// Calls CALL with the type alias kFam set to the codec family of d (nothing for None).
-#define COCCL_DISPATCH_FAMILY(d, CALL)                                  \
-  do {                                                                  \
-    if ((d).kind == ::coccl::CodecKind::Int8) {                         \
-      using kFam = ::coccl::kdev::Int8Family;                           \
-      CALL;                                                             \
-    } else if ((d).kind == ::coccl::CodecKind::Fp8AshDs) {              \
-      if ((d).fp8E5M2) {                                                \
-        using kFam = ::coccl::kdev::AshFamily<::coccl::kmath::Fp8E5M2>; \
-        CALL;                                                           \
-      } else {                                                          \
-        using kFam = ::coccl::kdev::AshFamily<::coccl::kmath::Fp8E4M3>; \
-        CALL;                                                           \
-      }                                                                 \
-    }                                                                   \
-  } while (0)
+// COCCL_DISPATCH_FAMILY (the tile family of d, from the codec list): tile_codec.cuh.
 
 template <class Tag>
 __device__ void encodeChunk(const CodecDesc& d, const typename Tag::T* in, size_t n,

@@ -1,7 +1,7 @@
 // kernels::decodeAccumulate: acc += decode(ins[0]) + ... in one pass (codec x block size; the
 // accumulator is fp32 whatever the payload's input type).
 #include "kernels/cuda/codec_kernels.cuh"
-#include "kernels/cuda/codec_none.cuh"
+#include "codecs/none/none_kernels.cuh"
 
 namespace coccl {
 namespace kernels {

@@ -1,9 +1,11 @@
 // Launch plumbing, argument checks and the None codec (raw elements) of the device codec API.
+// The None kernels are the None codec's folder (src/codecs/none/none_kernels.cuh).
 #include <atomic>
 #include <cstring>
 
+#include "codecs/none/none_kernels.cuh"
+#include "core/dtype.h"
 #include "kernels/cuda/codec_kernels.cuh"
-#include "kernels/cuda/codec_none.cuh"
 
 namespace coccl {
 namespace kernels {
@@ -32,37 +34,14 @@ int smCount() {
   return n;
 }
 
-size_t elemBytes(cocclDataType_t dt) {
-  switch (dt) {
-    case cocclInt8:
-    case cocclUint8:
-    case cocclFloat8e4m3:
-    case cocclFloat8e5m2:
-      return 1;
-    case cocclFloat16:
-    case cocclBfloat16:
-      return 2;
-    case cocclInt32:
-    case cocclUint32:
-    case cocclFloat32:
-      return 4;
-    case cocclInt64:
-    case cocclUint64:
-    case cocclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
+size_t elemBytes(cocclDataType_t dt) { return dtypeSize(dt); }  // 0 for an invalid type
 
-static bool isReduceType(cocclDataType_t dt) {
-  return dt == cocclFloat32 || dt == cocclFloat16 || dt == cocclBfloat16;
-}
+static bool isReduceType(cocclDataType_t dt) { return isCompressibleType(dt); }
 
 void checkDesc(const CodecDesc& d, const char* what) {
   if (d.kind == CodecKind::None) return;
-  COCCL_CHECK_ARG(d.kind == CodecKind::Int8 || d.kind == CodecKind::Fp8AshDs,
-                  "%s: unknown codec kind %d", what, static_cast<int>(d.kind));
+  COCCL_CHECK_ARG(isKnownCodecKind(d.kind), "%s: unknown codec kind %d", what,
+                  static_cast<int>(d.kind));
   COCCL_CHECK_ARG(
       d.block == 32 || d.block == 64 || d.block == 128 || d.block == 256 || d.block == 512,
       "%s: block %d (32, 64, 128, 256 or 512)", what, static_cast<int>(d.block));
@@ -133,8 +112,8 @@ void noneReduce(const void* const* ins, int p, int self, const void* selfIn, coc
 size_t payloadBytes(const CodecDesc& d, cocclDataType_t dt, size_t count) {
   detail::checkDesc(d, "payloadBytes");
   detail::checkCodecType(d, dt, "payloadBytes");
-  if (d.kind == CodecKind::None) return count * detail::elemBytes(dt);
-  return static_cast<size_t>(codecPayloadBytes(d, count));
+  return static_cast<size_t>(
+      codecGeometry(d, static_cast<int32_t>(detail::elemBytes(dt))).payloadBytes(count));
 }
 
 bool deviceAvailable() {

@@ -1,6 +1,6 @@
 // kernels::decode: the fused decode kernels (codec x block size x output type).
 #include "kernels/cuda/codec_kernels.cuh"
-#include "kernels/cuda/codec_none.cuh"
+#include "codecs/none/none_kernels.cuh"
 
 namespace coccl {
 namespace kernels {

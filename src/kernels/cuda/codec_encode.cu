@@ -1,6 +1,6 @@
 // kernels::encode: the fused encode kernels (codec x block size x input type).
 #include "kernels/cuda/codec_kernels.cuh"
-#include "kernels/cuda/codec_none.cuh"
+#include "codecs/none/none_kernels.cuh"
 
 namespace coccl {
 namespace kernels {

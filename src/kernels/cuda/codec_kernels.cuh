@@ -1,5 +1,6 @@
 // Grid-wide codec kernels (thin wrappers of chunk_codec.cuh's tile functions) and the host-side
-// launch plumbing shared by the launcher sources (codec_*.cu). Internal to coccl_kernels.
+// launch plumbing shared by the launcher sources (codec_*.cu). Internal to coccl_kernels (and
+// the unfused comparison of perf/kernel_bench/unfused, built on it).
 //
 // Launch shape: 256 threads a CTA; a warp takes 32/L codec blocks an iteration (32 elements a
 // lane: 1024 elements a warp) and strides over the chunk; the grid is at most one resident
@@ -24,15 +25,11 @@ namespace detail {
 constexpr int kThreads = 256;
 constexpr int kWarpsPerCta = kThreads / 32;
 // Resident CTAs a multiprocessor the register allocation must allow (__launch_bounds__):
-// 3 x 256 threads (80 registers, 24 warps an SM) for the unfused comparison kernels and
-// decode-accumulate, 2 (128 registers) for decode-reduce-encode.
-#ifndef COCCL_KERNELS_CODEC_MIN_CTAS
-#define COCCL_KERNELS_CODEC_MIN_CTAS 3
-#endif
+// 3 x 256 threads (80 registers, 24 warps an SM) for decode-accumulate (below), 2 (128
+// registers) for decode-reduce-encode.
 #ifndef COCCL_KERNELS_REDUCE_MIN_CTAS
 #define COCCL_KERNELS_REDUCE_MIN_CTAS 2
 #endif
-constexpr int kCodecMinCtas = COCCL_KERNELS_CODEC_MIN_CTAS;
 // The staged encode / decode kernels (tile_loops.cuh: shared-memory staging keeps the loads in
 // flight, so occupancy only has to cover the arithmetic latencies): 128-thread CTAs; encode 5 a
 // multiprocessor (20 warps, <= 96 registers: its tile math without spills), decode 6 (24 warps,
@@ -190,15 +187,10 @@ size_t warpsFor(size_t nb) {
 template <int G>
 using GTag = std::integral_constant<int, G>;
 
+// fn(Family{}) with the tile family of d (the codec list; nothing for None).
 template <class Fn>
 void dispatchFamily(const CodecDesc& d, Fn&& fn) {
-  if (d.kind == CodecKind::Int8) {
-    fn(kdev::Int8Family{});
-  } else if (d.fp8E5M2) {
-    fn(kdev::AshFamily<kmath::Fp8E5M2>{});
-  } else {
-    fn(kdev::AshFamily<kmath::Fp8E4M3>{});
-  }
+  kdev::dispatchFamily(d, fn);
 }
 
 template <class Fn>

@@ -1,6 +1,6 @@
 // kernels::decodeReduceEncode: the fused two-shot owner step (codec x block size x type).
 #include "kernels/cuda/codec_kernels.cuh"
-#include "kernels/cuda/codec_none.cuh"
+#include "codecs/none/none_kernels.cuh"
 
 namespace coccl {
 namespace kernels {

@@ -1,6 +1,7 @@
 // Tile loads and stores (tile_math.cuh's layout): typed input / output tiles, payload code tiles
-// (host layout: the codes of block b at payload + b*G, the scale words at payload + nb*G), the
-// block iteration of a warp, and the shared-memory staging of the grid-wide kernels.
+// (the host layout, tileGeometry<S>(): the codes of block b at codesAt(b) = b*G, the scale words
+// from metaOffset(nb) = nb*G), the block iteration of a warp, and the shared-memory staging of
+// the grid-wide kernels.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/tile_math.cuh"
+#include "kernels/payload_geometry.h"
 
 namespace coccl {
 namespace kdev {
@@ -126,13 +128,22 @@ __device__ __forceinline__ void storeTile(typename Tag::T* out, size_t n, size_t
   }
 }
 
-// Payload access (host layout: codes of block b at payload + b*G, scale words at
-// payload + nb*G). `vec`: payload is E0-byte aligned (then the scale words are 4-byte aligned).
+// The payload geometry the code tiles are written for: one byte a code (a run's E0 codes are
+// E0 bytes, four to a word of q), one 4-byte scale word a block. Every tile family checks that
+// its codec's geometry (the codec list) is this one (tile_codec.cuh).
+template <class S>
+COCCL_HD_CONSTEXPR PayloadGeometry tileGeometry() {
+  return PayloadGeometry::blocked(8, 4, S::kG, 4);
+}
+
+// Payload access (layout tileGeometry<S>()). `vec`: payload is E0-byte aligned (then the scale
+// words are 4-byte aligned).
 template <class S>
 __device__ __forceinline__ uint32_t loadCodesTile(const uint8_t* payload, size_t nb, size_t b,
                                                   int lig, bool vec, uint32_t (&q)[S::kE1][S::kW]) {
-  const uint8_t* blk = payload + b * S::kG;
-  const uint8_t* wp = payload + nb * S::kG + 4 * b;
+  constexpr PayloadGeometry geo = tileGeometry<S>();
+  const uint8_t* blk = payload + geo.codesAt(b);
+  const uint8_t* wp = payload + geo.metaAt(nb, b);
   if (vec) {
 #pragma unroll
     for (int j = 0; j < S::kE1; ++j) {
@@ -170,8 +181,9 @@ template <class S>
 __device__ __forceinline__ void storeCodesTile(uint8_t* payload, size_t nb, size_t b, int lig,
                                                bool vec, const uint32_t (&q)[S::kE1][S::kW],
                                                uint32_t word) {
-  uint8_t* blk = payload + b * S::kG;
-  uint8_t* wp = payload + nb * S::kG + 4 * b;
+  constexpr PayloadGeometry geo = tileGeometry<S>();
+  uint8_t* blk = payload + geo.codesAt(b);
+  uint8_t* wp = payload + geo.metaAt(nb, b);
   if (vec) {
 #pragma unroll
     for (int j = 0; j < S::kE1; ++j) {
@@ -312,11 +324,14 @@ __device__ __forceinline__ uint32_t stageLoad4(SmemAddr a) {
 #endif
 }
 
-// A warp's tiles: 32/L blocks, G * 32/L = 32 * E elements.
+// A warp's tiles: 32/L blocks, G * 32/L = 32 * E elements, kCodeBytes of codes and kMetaBytes
+// of scale words in the payload.
 template <class S>
 struct TileGeom {
   static constexpr int kBlocks = 32 / S::kL;
   static constexpr int kElems = kBlocks * S::kG;
+  static constexpr int kCodeBytes = static_cast<int>(tileGeometry<S>().codeBytes(kBlocks));
+  static constexpr int kMetaBytes = kBlocks * tileGeometry<S>().metaBytes;
 };
 
 // Encode stage: the typed input of one tile, lane l copying the 16-byte chunks l, l + 32, ...
@@ -355,8 +370,10 @@ struct EncodeStage {
 // Decode stage: the codes of one tile, then its scale words (16-byte padded).
 template <class S>
 struct DecodeStage {
-  static constexpr int kCodeBytes = TileGeom<S>::kElems;
-  static constexpr int kWordBytes = (TileGeom<S>::kBlocks * 4 + 15) / 16 * 16;
+  static constexpr int kWord = tileGeometry<S>().metaBytes;  // one stageCopy4 a block
+  static_assert(kWord == 4, "a block's scale word is one 4-byte copy");
+  static constexpr int kCodeBytes = TileGeom<S>::kCodeBytes;
+  static constexpr int kWordBytes = (TileGeom<S>::kMetaBytes + 15) / 16 * 16;
   static constexpr int kTileBytes = kCodeBytes + kWordBytes;
   static constexpr int kChunks = kCodeBytes / 16;
   static constexpr int kStages = 3;
@@ -366,7 +383,8 @@ struct DecodeStage {
   // Copies the codes at codes (16-byte aligned) and the kBlocks scale words at words.
   __device__ __forceinline__ static void copy(SmemAddr dst, const uint8_t* codes,
                                               const uint8_t* words, int lane) {
-    if (lane < TileGeom<S>::kBlocks) stageCopy4(dst + kCodeBytes + 4 * lane, words + 4 * lane);
+    if (lane < TileGeom<S>::kBlocks)
+      stageCopy4(dst + kCodeBytes + kWord * lane, words + kWord * lane);
     dst += 16 * lane;
     codes += 16 * lane;
 #pragma unroll
@@ -374,10 +392,10 @@ struct DecodeStage {
       if (kChunks % 32 == 0 || i * 32 + lane < kChunks) stageCopy16(dst + 512 * i, codes + 512 * i);
   }
   __device__ __forceinline__ static int readOffset(int group, int lig) {
-    return group * S::kG + S::runStart(0, lig);
+    return static_cast<int>(tileGeometry<S>().codesAt(group)) + S::runStart(0, lig);
   }
   __device__ __forceinline__ static int wordOffset(int group) {
-    return kCodeBytes + 4 * group;
+    return kCodeBytes + kWord * group;
   }
   // The lane's codes (at a = buffer + readOffset) and its block's scale word (at aw).
   __device__ __forceinline__ static uint32_t read(SmemAddr a, SmemAddr aw,

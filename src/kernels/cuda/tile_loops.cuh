@@ -21,6 +21,15 @@ namespace kdev {
 template <class Fam, int G, class Tag>
 using TileShapeFor = typename TileRun<G, sizeof(typename Tag::T)>::Shape;
 
+// The tile loops read and write the codec's payload geometry (the codec list) through the
+// code tiles of tile_io.cuh.
+template <class Fam, int G, class Tag>
+COCCL_HD_CONSTEXPR bool familyFitsTiles() {
+  static_assert(codecGeometry(Fam::kKind, G) == tileGeometry<TileShapeFor<Fam, G, Tag>>(),
+                "the codec's payload geometry is not the code tiles' (byte codes, 4-byte words)");
+  return true;
+}
+
 // ---- direct --------------------------------------------------------------------------------
 
 template <class Fam, int G, class Tag>
@@ -30,8 +39,9 @@ __device__ __forceinline__ void encodeTilesDirect(const CodecDesc& d, const type
   using S = TileShapeFor<Fam, G, Tag>;
   using C = typename Fam::template Tile<S>;
   using Geom = TileGeom<S>;
+  static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
+  const size_t nb = tileGeometry<S>().blocks(n);
   const size_t ntiles = (nb + Geom::kBlocks - 1) / Geom::kBlocks;
   const bool inVec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const bool outVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
@@ -61,8 +71,9 @@ __device__ __forceinline__ void decodeTilesDirect(const CodecDesc& d, const uint
   using S = TileShapeFor<Fam, G, Tag>;
   using C = typename Fam::template Tile<S>;
   using Geom = TileGeom<S>;
+  static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
+  const size_t nb = tileGeometry<S>().blocks(n);
   const size_t ntiles = (nb + Geom::kBlocks - 1) / Geom::kBlocks;
   const bool inVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
   const bool outVec = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
@@ -103,10 +114,11 @@ __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const type
   using S = TileShapeFor<Fam, G, Tag>;
   using C = typename Fam::template Tile<S>;
   using Geom = TileGeom<S>;
+  static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   using St = EncodeStage<S, Tag>;
   constexpr int kStages = St::kStages;
   const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
+  const size_t nb = tileGeometry<S>().blocks(n);
   const bool aligned = ((reinterpret_cast<uintptr_t>(in) & 15u) |
                         (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1))) == 0;
   // tiles [0, nstaged): all elements inside n, aligned buffers
@@ -117,8 +129,9 @@ __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const type
   const SmemAddr ring = smemAddr(stage);
   const SmemAddr readBase = ring + St::readOffset(group, lig);
   const uint8_t* src = reinterpret_cast<const uint8_t*>(in);
-  uint8_t* codes = payload + group * G + S::runStart(0, lig);
-  uint8_t* words = payload + nb * G + 4 * group;
+  constexpr PayloadGeometry geo = tileGeometry<S>();
+  uint8_t* codes = payload + geo.codesAt(group) + S::runStart(0, lig);
+  uint8_t* words = payload + geo.metaAt(nb, group);
   size_t t = static_cast<size_t>(warp);
 #pragma unroll
   for (int s = 0; s + 1 < kStages; ++s) {
@@ -139,7 +152,7 @@ __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const type
     St::read(rd, v);
     const uint32_t w = C::encode(
         v, [&](float(&x)[S::kE1][S::kE0]) { St::read(rd, x); }, q, lig, prm);
-    uint8_t* cp = codes + t * Geom::kElems;
+    uint8_t* cp = codes + t * Geom::kCodeBytes;
 #pragma unroll
     for (int j = 0; j < S::kE1; ++j) {
       uint8_t* p = cp + j * S::kL * S::kE0;
@@ -154,7 +167,7 @@ __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const type
                                                             q[j][k + 3]);
       }
     }
-    if (lig == 0) *reinterpret_cast<uint32_t*>(words + 4 * Geom::kBlocks * t) = w;
+    if (lig == 0) *reinterpret_cast<uint32_t*>(words + Geom::kMetaBytes * t) = w;
     __syncwarp();  // every lane is done with the buffer before it is refilled
     slot = slot + 1 == kStages ? 0 : slot + 1;
   }
@@ -171,11 +184,12 @@ __device__ __forceinline__ void decodeTilesStaged(const CodecDesc& d, const uint
   using S = TileShapeFor<Fam, G, Tag>;
   using C = typename Fam::template Tile<S>;
   using Geom = TileGeom<S>;
+  static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   using St = DecodeStage<S>;
   using T = typename Tag::T;
   constexpr int kStages = St::kStages;
   const typename C::Params prm = C::params(d);
-  const size_t nb = (n + G - 1) / G;
+  const size_t nb = tileGeometry<S>().blocks(n);
   const bool aligned =
       ((reinterpret_cast<uintptr_t>(payload) | reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
   // tiles [0, nstaged): whole blocks only (every output element inside n), aligned buffers
@@ -187,9 +201,10 @@ __device__ __forceinline__ void decodeTilesStaged(const CodecDesc& d, const uint
   const SmemAddr readBase = ring + St::readOffset(group, lig);
   const SmemAddr wordBase = ring + St::wordOffset(group);
   size_t tf = static_cast<size_t>(warp);
-  const uint8_t* src = payload + tf * Geom::kElems;
-  const uint8_t* srcw = payload + nb * G + 4 * tf * Geom::kBlocks;
-  const size_t srcStep = stride * Geom::kElems, srcwStep = stride * 4 * Geom::kBlocks;
+  constexpr PayloadGeometry geo = tileGeometry<S>();
+  const uint8_t* src = payload + geo.codesAt(tf * Geom::kBlocks);
+  const uint8_t* srcw = payload + geo.metaAt(nb, tf * Geom::kBlocks);
+  const size_t srcStep = stride * Geom::kCodeBytes, srcwStep = stride * Geom::kMetaBytes;
   size_t t = tf;
   T* dst = out + t * Geom::kElems + group * G + S::runStart(0, lig);
   const size_t dstStep = stride * Geom::kElems;

@@ -1,5 +1,5 @@
-// Tile math shared by the tile codecs (tile_ash.cuh, tile_int8.cuh): the block math of
-// src/kernels/*_block.h for a codec block of G elements spread
+// Tile math shared by the tile codecs (src/codecs/<codec>/tile_*.cuh): the block math of
+// src/codecs/<codec>/*_block.h for a codec block of G elements spread
 // over L = G / (E0 * E1) lanes of a warp, each lane holding E1 runs of E0 contiguous elements
 // (one 16-byte vector of the input type per run):
 //
@@ -33,7 +33,7 @@
 
 #include "kernels/codec_desc.h"
 #include "kernels/cuda/convert.cuh"
-#include "kernels/cuda/warp_codec.cuh"
+#include "kernels/cuda/elem_tags.cuh"
 
 // Elements each lane holds of one block (capped at G): encode / decode hold 32 (the per-block
 // scalar work, a sqrt and three IEEE divisions, is paid once per 1024 elements a warp, and G=128
@@ -332,6 +332,16 @@ __device__ __forceinline__ Rotated rotateTile(float (&v)[S::kE1][S::kE0], float 
   const float inv = divRn(qmax, m);
   return Rotated{m, inv, hostOrder ? inv : mulRn(alpha, inv), invPow2(alpha)};
 }
+
+// DeviceTiles<K>: the tile family of codec kind K, specialized in the codec's folder
+// (src/codecs/<codec>/tile_*.cuh): dispatch(d, fn) calls fn(Family{}) with the family d selects.
+// The primary template is a codec without tile family (None: src/codecs/none/none_kernels.cuh),
+// for which dispatch calls nothing.
+template <CodecKind K>
+struct DeviceTiles {
+  template <class Fn>
+  __host__ __device__ static void dispatch(const CodecDesc&, Fn&&) {}
+};
 
 }  // namespace kdev
 }  // namespace coccl

@@ -12,6 +12,7 @@
 
 #include "codec_ref.h"
 #include "kernels/cuda/chunk_codec.cuh"
+#include "warp_reference.cuh"
 
 namespace coccl {
 namespace test {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "gpu_test_util.h"
 #include "kernels/device_codec.h"
+#include "unfused_codec.h"
 
 namespace coccl {
 namespace test {

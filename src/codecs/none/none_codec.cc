@@ -66,7 +66,8 @@ class NoneCodec final : public Codec {
   size_t blockElems() const override { return 1; }
 
   size_t encodedBytes(size_t count, cocclDataType_t dt) const override {
-    return count * elemSize(dt);
+    return static_cast<size_t>(
+        codecGeometry(CodecKind::None, 1, static_cast<int32_t>(elemSize(dt))).payloadBytes(count));
   }
 
   void encode(const void* in, cocclDataType_t dt, size_t count, void* out) const override {

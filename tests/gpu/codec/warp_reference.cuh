@@ -1,13 +1,16 @@
-// Warp-cooperative versions of the block codecs in src/kernels/*.h. A codec block of G elements
-// is held by L = G / E consecutive lanes of a warp, lane k of the group owning the contiguous
-// run [k*E, (k+1)*E). Every floating-point operation is the one the host's scalar block code
-// performs, in the same order:
+// Warp-cooperative reference versions of the block codecs (src/codecs/<codec>/*_block.h), the
+// first, simpler device implementation: a codec block of G elements is held by L = G / E
+// consecutive lanes of a warp, lane k of the group owning the contiguous run [k*E, (k+1)*E).
+// Test-only (tests/gpu/codec/test_emulated.cc checks it against the host codecs, as a second
+// device implementation next to the production tile codecs of src/kernels/cuda/tile_codec.cuh).
+// Every floating-point operation is the one the host's scalar block code performs, in the same
+// order:
 //   - energy: pairwise tree over the element index bits, lowest first -> the lane's run is
 //     reduced by kmath::blockEnergy-style levels, then __shfl_xor over the lane bits;
 //   - Hadamard: stages over index bits lowest first -> kmath::fwht<E> on the run, then one
 //     butterfly per lane bit with __shfl_xor (low-index side adds, high-index side subtracts);
 //   - max|.|: exact whatever the order.
-// So a payload encoded here is byte-identical to the host codec's for any E (tests/gpu check).
+// So a payload encoded here is byte-identical to the host codec's for any E.
 //
 // Requirements: E and G powers of two, E <= G, G / E <= 32; the L lanes of a group call
 // together (several groups, i.e. codec blocks, per warp when L < 32; shuffles are masked to
@@ -18,19 +21,14 @@
 
 #include <cstdint>
 
-#include "kernels/ash_block.h"
-#include "kernels/block_scale.h"
-#include "kernels/float_convert.h"
-#include "kernels/fp8.h"
-#include "kernels/hadamard.h"
-#include "kernels/int8_block.h"
+#include "codecs/fp8_ash_ds/ash_block.h"
+#include "codecs/int8/int8_block.h"
+#include "kernels/cuda/chunk_codec.cuh"
+#include "kernels/cuda/elem_tags.cuh"
+#include "kernels/payload_geometry.h"
 
 namespace coccl {
 namespace kdev {
-
-using namespace coccl::kmath;
-
-constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- reductions over the L lanes of a block group ------------------------------------------
 
@@ -255,22 +253,6 @@ struct WarpInt8 {
 
 // ---- typed loads and stores of a lane's run ---------------------------------------------------
 
-struct Bf16Tag {
-  using T = uint16_t;
-  __device__ __forceinline__ static float load(uint16_t v) { return bf16ToFloat(v); }
-  __device__ __forceinline__ static uint16_t store(float v) { return floatToBf16(v); }
-};
-struct Fp16Tag {
-  using T = uint16_t;
-  __device__ __forceinline__ static float load(uint16_t v) { return fp16ToFloat(v); }
-  __device__ __forceinline__ static uint16_t store(float v) { return floatToFp16(v); }
-};
-struct Fp32Tag {
-  using T = float;
-  __device__ __forceinline__ static float load(float v) { return v; }
-  __device__ __forceinline__ static float store(float v) { return v; }
-};
-
 // Loads elements [first, first+E) of `in` (n valid; the rest read as 0). When the whole run is
 // valid and aligned it is one vector load of E*sizeof(T) bytes (<= 16).
 template <class Tag, int E>
@@ -364,6 +346,163 @@ __device__ __forceinline__ void storeCodes(C* p, const C (&c)[E]) {
 #pragma unroll
     for (int i = 0; i < E; ++i) p[i] = c[i];
   }
+}
+
+// ---- the reference chunk operations (were chunk_codec.cuh's ...G versions) ---------------
+
+// Elements per lane for a codec block of G elements and a T of `bytes` bytes: 16-byte vector
+// loads where possible, at most 32 lanes per block.
+template <int G, int TBytes>
+struct LaneRun {
+  static constexpr int kVec = 16 / TBytes;
+  static constexpr int E = kVec > G ? G : (G / kVec > 32 ? G / 32 : kVec);
+  static constexpr int L = G / E;
+};
+
+// ---- one codec block, warp-cooperative (each L-lane group of the warp takes one block) -------
+
+template <int G, int E>
+struct BlockOps {
+  static constexpr int L = G / E;
+
+  // Encodes x (the lane's run of one block) into the lane's E code bytes; returns the block's
+  // scale word (same in every lane of the group).
+  __device__ __forceinline__ static uint32_t encode(const CodecDesc& d, const float (&x)[E],
+                                                    uint8_t (&codes)[E], int lig) {
+    if (d.kind == CodecKind::Int8)
+      return WarpInt8<G, E>::encode(x, reinterpret_cast<int8_t(&)[E]>(codes), lig, d.rotate != 0);
+    const AshParams p{d.lambda, d.alphaMin, d.alphaMax};
+    return d.fp8E5M2 ? WarpAsh<G, E, Fp8E5M2>::encode(x, codes, lig, p)
+                     : WarpAsh<G, E, Fp8E4M3>::encode(x, codes, lig, p);
+  }
+
+  __device__ __forceinline__ static void decode(const CodecDesc& d, const uint8_t (&codes)[E],
+                                                uint32_t w, float (&out)[E], int lig) {
+    if (d.kind == CodecKind::Int8)
+      WarpInt8<G, E>::decode(reinterpret_cast<const int8_t(&)[E]>(codes), w, d.rotate != 0, out,
+                             lig);
+    else if (d.fp8E5M2)
+      WarpAsh<G, E, Fp8E5M2>::decode(codes, w, out, lig);
+    else
+      WarpAsh<G, E, Fp8E4M3>::decode(codes, w, out, lig);
+  }
+
+  // Payload access (kGeo: codes of block b at payload + b*G, scale words at payload + nb*G).
+  static constexpr PayloadGeometry kGeo = PayloadGeometry::blocked(8, 4, G, 4);
+  __device__ __forceinline__ static void store(uint8_t* payload, size_t nb, size_t b, int lig,
+                                               const uint8_t (&codes)[E], uint32_t w) {
+    storeCodes<E>(payload + kGeo.codesAt(b) + lig * E, codes);
+    if (lig == 0) {
+      uint8_t* wp = payload + kGeo.metaAt(nb, b);
+      if ((reinterpret_cast<uintptr_t>(wp) & 3u) == 0) {
+        *reinterpret_cast<uint32_t*>(wp) = w;
+      } else {
+        for (int i = 0; i < 4; ++i) wp[i] = static_cast<uint8_t>(w >> (8 * i));
+      }
+    }
+  }
+  __device__ __forceinline__ static uint32_t load(const uint8_t* payload, size_t nb, size_t b,
+                                                  int lig, uint8_t (&codes)[E]) {
+    loadCodes<E>(payload + kGeo.codesAt(b) + lig * E, codes);
+    const uint8_t* wp = payload + kGeo.metaAt(nb, b);
+    if ((reinterpret_cast<uintptr_t>(wp) & 3u) == 0) return *reinterpret_cast<const uint32_t*>(wp);
+    return packBytes4(wp[0], wp[1], wp[2], wp[3]);
+  }
+  __device__ __forceinline__ static void decodeAt(const CodecDesc& d, const uint8_t* payload,
+                                                  size_t nb, size_t b, int lig, float (&out)[E]) {
+    uint8_t c[E];
+    const uint32_t w = load(payload, nb, b, lig, c);
+    decode(d, c, w, out, lig);
+  }
+};
+
+// Iterates the codec blocks of a chunk handled by this warp, giving (block, lane-in-group).
+// Every lane of the warp iterates the same number of times (blocks past the end are skipped
+// as a whole group, so the shuffles inside a block stay convergent).
+template <int G, int E, class F>
+__device__ __forceinline__ void forEachBlock(size_t nb, WarpSet ws, F&& f) {
+  constexpr int L = G / E;
+  constexpr int kPerWarp = 32 / L;
+  const int lane = threadIdx.x & 31;
+  const int group = lane / L, lig = lane % L;
+  for (size_t base = static_cast<size_t>(ws.warp) * kPerWarp; base < nb;
+       base += static_cast<size_t>(ws.nwarps) * kPerWarp) {
+    const size_t b = base + group;
+    // Groups are independent (their shuffles are masked to the group), so a group past the
+    // end simply does not run.
+    if (b < nb) f(b, lig);
+  }
+}
+
+// ---- chunk operations (G known at compile time) ----------------------------------------------
+
+template <int G, class Tag>
+__device__ void encodeChunkG(const CodecDesc& d, const typename Tag::T* in, size_t n,
+                             uint8_t* payload, WarpSet ws) {
+  constexpr int E = LaneRun<G, sizeof(typename Tag::T)>::E;
+  const size_t nb = BlockOps<G, E>::kGeo.blocks(n);
+  forEachBlock<G, E>(nb, ws, [&](size_t b, int lig) {
+    float x[E];
+    uint8_t c[E];
+    loadRun<Tag, E>(in, b * G + lig * E, n, x);
+    const uint32_t w = BlockOps<G, E>::encode(d, x, c, lig);
+    BlockOps<G, E>::store(payload, nb, b, lig, c, w);
+  });
+}
+
+template <int G, class Tag>
+__device__ void decodeChunkG(const CodecDesc& d, const uint8_t* payload, size_t n,
+                             typename Tag::T* out, WarpSet ws) {
+  constexpr int E = LaneRun<G, sizeof(typename Tag::T)>::E;
+  const size_t nb = BlockOps<G, E>::kGeo.blocks(n);
+  forEachBlock<G, E>(nb, ws, [&](size_t b, int lig) {
+    float v[E];
+    BlockOps<G, E>::decodeAt(d, payload, nb, b, lig, v);
+    storeRun<Tag, E>(out, b * G + lig * E, n, v);
+  });
+}
+
+// acc = sum over r = 0..p-1 in order (first term assigned, the others added) of
+// (r == self ? selfIn : decode(ins[r])); acc *= scale if scale != 1; padding zeroed; then
+//   outPayload != null: encode(acc) into it, and userOut (if any) gets decode(outPayload);
+//   outPayload == null: userOut gets acc rounded to Tag's type.
+// self = -1: no raw input. Equals the host's decodeReduceEncode / decode-accumulate.
+template <int G, class Tag>
+__device__ void reduceChunkG(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
+                             const typename Tag::T* selfIn, size_t n, float scale,
+                             uint8_t* outPayload, typename Tag::T* userOut, WarpSet ws) {
+  constexpr int E = LaneRun<G, sizeof(typename Tag::T)>::E;
+  const size_t nb = BlockOps<G, E>::kGeo.blocks(n);
+  forEachBlock<G, E>(nb, ws, [&](size_t b, int lig) {
+    const size_t first = b * G + lig * E;
+    float acc[E], z[E];
+    for (int r = 0; r < p; ++r) {
+      if (r == self)
+        loadRun<Tag, E>(selfIn, first, n, z);
+      else
+        BlockOps<G, E>::decodeAt(d, ins[r], nb, b, lig, z);
+#pragma unroll
+      for (int i = 0; i < E; ++i) acc[i] = r == 0 ? z[i] : addRn(acc[i], z[i]);
+    }
+    if (scale != 1.0f) {
+#pragma unroll
+      for (int i = 0; i < E; ++i) acc[i] = mulRn(acc[i], scale);
+    }
+#pragma unroll
+    for (int i = 0; i < E; ++i)
+      if (first + i >= n) acc[i] = 0.0f;
+    if (outPayload) {
+      uint8_t c[E];
+      const uint32_t w = BlockOps<G, E>::encode(d, acc, c, lig);
+      BlockOps<G, E>::store(outPayload, nb, b, lig, c, w);
+      if (userOut) {  // what every rank will decode from these bytes
+        BlockOps<G, E>::decode(d, c, w, z, lig);
+        storeRun<Tag, E>(userOut, first, n, z);
+      }
+    } else if (userOut) {
+      storeRun<Tag, E>(userOut, first, n, acc);
+    }
+  });
 }
 
 }  // namespace kdev

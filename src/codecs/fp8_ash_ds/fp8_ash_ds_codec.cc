@@ -5,8 +5,9 @@
 //
 // Payload (nb = ceil(count/G)): nb*G FP8 codes (block-major, input order in a block, partial
 // last block zero-padded and all G transform coefficients kept), then nb little-endian fp32
-// scale words; encodedBytes = nb*(G+4). Block math, the scale word and the RAW (non-finite /
-// all-zero / tiny) mode are in src/kernels/ash_block.h and block_scale.h.
+// scale words; encodedBytes = nb*(G+4) (codecGeometry: 8-bit codes, 4 metadata bytes a block).
+// Block math, the scale word and the RAW (non-finite / all-zero / tiny) mode are in
+// ash_block.h (this folder) and src/kernels/block_scale.h; the device tiles in tile_ash.cuh.
 //
 // elementErrorBound (one encode/decode, finite input, any output type): with u = y * inv the
 // scaled coefficients, FP8 rounding gives |q_j - u_j| <= eps |u_j| + d (eps = 2^-4 E4M3,
@@ -22,7 +23,7 @@
 
 #include "codecs/block_codec.h"
 #include "codecs/codec_factories.h"
-#include "kernels/ash_block.h"
+#include "codecs/fp8_ash_ds/ash_block.h"
 
 namespace coccl {
 namespace codec_detail {
@@ -49,6 +50,7 @@ struct TableDequant {
 template <class F>
 struct AshKernel {
   using Code = uint8_t;
+  static constexpr CodecKind kKind = CodecKind::Fp8AshDs;
   static constexpr const char* kName = "fp8_ash_ds";
   static constexpr uint32_t kId = kCodecIdFp8AshDs;
   static constexpr uint32_t kFormatVersion = 1;
@@ -77,7 +79,7 @@ struct AshKernel {
 
   CodecDesc desc(size_t g) const {
     CodecDesc d;
-    d.kind = CodecKind::Fp8AshDs;
+    d.kind = kKind;
     d.block = static_cast<int32_t>(g);
     d.fp8E5M2 = F::kMantBits == 2 ? 1 : 0;
     d.lambda = params.lambda;

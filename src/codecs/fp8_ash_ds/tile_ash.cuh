@@ -1,5 +1,6 @@
 // fp8_ash_ds on a tile (tile_math.cuh's layout): kmath::ashEncodeBlock / ashDecodeBlock
-// (src/kernels/ash_block.h) for the 32/L blocks a warp holds, bitwise in the host's results.
+// (src/codecs/fp8_ash_ds/ash_block.h) for the 32/L blocks a warp holds, bitwise the host's
+// results. AshFamily<F> is the codec's tile family (tile_codec.cuh dispatches to it).
 //
 // Encode hot path (every block of the warp finite, not all zero, usable scales, alpha >= 1):
 // energy and Hadamard transform of x (rotateTile: alpha * x is never formed, alpha folds into
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 
+#include "codecs/fp8_ash_ds/ash_block.h"
 #include "kernels/cuda/tile_math.cuh"
 
 namespace coccl {
@@ -87,14 +89,6 @@ struct TileAsh {
         q);
   }
 
-  // RAW encode of every group's block (the whole warp calls; used by the unfused kernels).
-  __device__ __forceinline__ static uint32_t encodeRaw(const float (&x)[E1][E0],
-                                                       uint32_t (&q)[E1][W]) {
-    const float r = kmath::rawScale(groupMaxAbsFinite<S>(x), Fmt::kRawR);
-    rawCodes(x, r, q);
-    return kmath::rawWord(r);
-  }
-
   __device__ __forceinline__ static void dequant(const uint32_t (&q)[E1][W], float (&out)[E1][E0]) {
 #pragma unroll
     for (int j = 0; j < E1; ++j)
@@ -140,6 +134,29 @@ struct TileAsh {
         for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
     }
     if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
+  }
+};
+
+// The tile family of fp8_ash_ds in format F: the tile codec for a shape S.
+template <class F>
+struct AshFamily {
+  static constexpr CodecKind kKind = CodecKind::Fp8AshDs;
+  template <class S>
+  using Tile = TileAsh<F, S>;
+};
+
+// Calls fn(family) with the tile family d selects (tile_codec.cuh's dispatch on the codec list).
+template <>
+struct DeviceTiles<CodecKind::Fp8AshDs> {
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+  template <class Fn>
+  __host__ __device__ static void dispatch(const CodecDesc& d, Fn&& fn) {
+    if (d.fp8E5M2)
+      fn(AshFamily<kmath::Fp8E5M2>{});
+    else
+      fn(AshFamily<kmath::Fp8E4M3>{});
   }
 };
 

@@ -1,5 +1,6 @@
 // int8 on a tile (tile_math.cuh's layout): kmath::int8EncodeBlock / int8DecodeBlock
-// (src/kernels/int8_block.h) for the 32/L blocks a warp holds, in the host's evaluation order.
+// (src/codecs/int8/int8_block.h) for the 32/L blocks a warp holds, in the host's evaluation
+// order. Int8Family is the codec's tile family (tile_codec.cuh dispatches to it).
 //
 // Transform-mode codes: the host's clamp(rneInt(y * inv), -127, 127) with inv = 127 / m and
 // m = max |y| is rneInt(y * inv) alone: |y| <= m makes |y * inv| <= 127 (1 + 2^-24) before the
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 
+#include "codecs/int8/int8_block.h"
 #include "kernels/cuda/tile_math.cuh"
 
 namespace coccl {
@@ -163,6 +165,25 @@ struct TileInt8 {
         for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
     }
     if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
+  }
+};
+
+// The tile family of int8: the tile codec for a shape S.
+struct Int8Family {
+  static constexpr CodecKind kKind = CodecKind::Int8;
+  template <class S>
+  using Tile = TileInt8<S>;
+};
+
+// Calls fn(family) with the tile family d selects (tile_codec.cuh's dispatch on the codec list).
+template <>
+struct DeviceTiles<CodecKind::Int8> {
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+  template <class Fn>
+  __host__ __device__ static void dispatch(const CodecDesc&, Fn&& fn) {
+    fn(Int8Family{});
   }
 };
 

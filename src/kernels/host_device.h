@@ -1,8 +1,9 @@
-// Host/device portability for the block math shared by the host codecs and the CUDA kernels.
+// Host/device portability (COCCL_HD, COCCL_HD_CONSTEXPR, exact-rounding float helpers) for the
+// block math shared by the host codecs and the CUDA kernels.
 //
-// Everything in src/kernels/*.h that decides payload bytes is plain scalar code with a fixed
-// floating-point evaluation order, so a CUDA kernel reproduces the host bytes exactly provided
-// that it
+// Everything that decides payload bytes (src/kernels/*.h and the codecs' src/codecs/<codec>/
+// *_block.h) is plain scalar code with a fixed floating-point evaluation order, so a CUDA kernel
+// reproduces the host bytes exactly provided that it
 //   - is built without fast-math (IEEE division and sqrt: nvcc's defaults -prec-div=true,
 //     -prec-sqrt=true, -ftz=false), and
 //   - never contracts a*b+c into an FMA where these headers write a separate multiply and add
@@ -20,6 +21,13 @@
 #define COCCL_HD inline __attribute__((always_inline))
 #else
 #define COCCL_HD inline
+#endif
+// constexpr functions callable from host and device code (nvcc runs without
+// --expt-relaxed-constexpr, so device code may only call __host__ __device__ constexpr).
+#if defined(__CUDACC__)
+#define COCCL_HD_CONSTEXPR __host__ __device__ constexpr
+#else
+#define COCCL_HD_CONSTEXPR constexpr
 #endif
 
 namespace coccl {

@@ -4,12 +4,21 @@
 //           -> scale (max |y| -> inv, scale word; inv 0 marks RAW) -> cast (codes)
 //   decode: dequantize (fp32; RAW blocks fully decoded) -> transform + scale + cast to dt
 // Scratch: y (nb*G floats), then alpha, inv and word (nb each).
+// Built on coccl_kernels' internal launch plumbing (codec_kernels.cuh) and tile functions.
 #include "kernels/cuda/codec_kernels.cuh"
+#include "unfused_codec.h"
 
 namespace coccl {
 namespace kernels {
 namespace detail {
 namespace {
+
+// Resident CTAs a multiprocessor the unfused kernels' register allocation must allow:
+// 3 x 256 threads (80 registers, 24 warps an SM).
+#ifndef COCCL_KERNELS_CODEC_MIN_CTAS
+#define COCCL_KERNELS_CODEC_MIN_CTAS 3
+#endif
+constexpr int kCodecMinCtas = COCCL_KERNELS_CODEC_MIN_CTAS;
 
 struct Scratch {
   float* y;
@@ -25,6 +34,12 @@ Scratch carve(void* scratch, size_t nb, int g) {
   s.inv = s.alpha + nb;
   s.word = reinterpret_cast<uint32_t*>(s.inv + nb);
   return s;
+}
+
+// The payload geometry of fp8_ash_ds with blocks of G (the codec list).
+template <int G>
+COCCL_HD_CONSTEXPR PayloadGeometry geoOf() {
+  return codecGeometry(CodecKind::Fp8AshDs, G);
 }
 
 struct UnfusedArgs {
@@ -68,7 +83,7 @@ __global__ void __launch_bounds__(kThreads, kCodecMinCtas) statsKernel(const Unf
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   using Fmt = kmath::AshFormat<F>;
   const auto* in = static_cast<const typename Tag::T*>(a.in);
-  const size_t nb = (a.n + G - 1) / G;
+  const size_t nb = geoOf<G>().blocks(a.n);
   const bool vec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const kdev::WarpSet ws = gridWarps();
   kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
@@ -85,7 +100,7 @@ template <class F, int G, class Tag>
 __global__ void __launch_bounds__(kThreads, kCodecMinCtas) transformKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   const auto* in = static_cast<const typename Tag::T*>(a.in);
-  const size_t nb = (a.n + G - 1) / G;
+  const size_t nb = geoOf<G>().blocks(a.n);
   const bool vec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const kdev::WarpSet ws = gridWarps();
   kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
@@ -105,7 +120,7 @@ template <class F, int G>
 __global__ void __launch_bounds__(kThreads, kCodecMinCtas) scaleKernel(const UnfusedArgs a) {
   using S = typename kdev::TileRun<G, 4>::Shape;
   using Fmt = kmath::AshFormat<F>;
-  const size_t nb = (a.n + G - 1) / G;
+  const size_t nb = geoOf<G>().blocks(a.n);
   const kdev::WarpSet ws = gridWarps();
   kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const float alpha = a.s.alpha[b];
@@ -135,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, kCodecMinCtas) castKernel(const Unfu
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   const auto* in = static_cast<const typename Tag::T*>(a.in);
   auto* payload = static_cast<uint8_t*>(a.out);
-  const size_t nb = (a.n + G - 1) / G;
+  const size_t nb = geoOf<G>().blocks(a.n);
   const bool vec = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   const bool outVec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
   const kdev::WarpSet ws = gridWarps();
@@ -175,7 +190,7 @@ __global__ void __launch_bounds__(kThreads, kCodecMinCtas) dequantKernel(const U
   using S = typename kdev::TileRun<G, 4>::Shape;
   using C = kdev::TileAsh<F, S>;
   const auto* payload = static_cast<const uint8_t*>(a.in);
-  const size_t nb = (a.n + G - 1) / G;
+  const size_t nb = geoOf<G>().blocks(a.n);
   const bool vec = (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1)) == 0;
   const kdev::WarpSet ws = gridWarps();
   kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
@@ -202,12 +217,12 @@ __global__ void __launch_bounds__(kThreads, kCodecMinCtas) finishKernel(const Un
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T)>::Shape;
   const auto* payload = static_cast<const uint8_t*>(a.in);
   auto* out = static_cast<typename Tag::T*>(a.out);
-  const size_t nb = (a.n + G - 1) / G;
+  const size_t nb = geoOf<G>().blocks(a.n);
   const bool vec = (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
   const bool wordVec = (reinterpret_cast<uintptr_t>(payload) & 3u) == 0;
   const kdev::WarpSet ws = gridWarps();
   kdev::forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
-    const uint8_t* wp = payload + nb * G + 4 * b;
+    const uint8_t* wp = payload + geoOf<G>().metaAt(nb, b);
     const uint32_t word = wordVec ? *reinterpret_cast<const uint32_t*>(wp)
                                   : kdev::packBytes4(wp[0], wp[1], wp[2], wp[3]);
     const bool raw = kmath::isRawWord(word);
@@ -250,7 +265,7 @@ void checkUnfused(const CodecDesc& d, cocclDataType_t dt, const char* what) {
 size_t unfusedScratchBytes(const CodecDesc& d, size_t count) {
   detail::checkDesc(d, "unfusedScratchBytes");
   const size_t g = static_cast<size_t>(d.block > 0 ? d.block : 1);
-  const size_t nb = (count + g - 1) / g;
+  const size_t nb = (count + g - 1) / g;  // d may be None here (block 1)
   return nb * g * sizeof(float) + nb * (2 * sizeof(float) + sizeof(uint32_t));
 }
 
@@ -262,7 +277,7 @@ void encodeUnfused(const CodecDesc& d, const void* in, cocclDataType_t dt, size_
   detail::checkPtr(in, "in", kWhat);
   detail::checkPtr(out, "out", kWhat);
   detail::checkPtr(scratch, "scratch", kWhat);
-  const size_t nb = (count + static_cast<size_t>(d.block) - 1) / static_cast<size_t>(d.block);
+  const size_t nb = static_cast<size_t>(codecGeometry(d).blocks(count));
   const detail::UnfusedArgs a{d, in, count, out, detail::carve(scratch, nb, d.block)};
   detail::dispatchAsh(d, [&](auto f) {
     detail::dispatchG(d.block, [&](auto g) {
@@ -289,7 +304,7 @@ void decodeUnfused(const CodecDesc& d, const void* in, size_t count, cocclDataTy
   detail::checkPtr(in, "in", kWhat);
   detail::checkPtr(out, "out", kWhat);
   detail::checkPtr(scratch, "scratch", kWhat);
-  const size_t nb = (count + static_cast<size_t>(d.block) - 1) / static_cast<size_t>(d.block);
+  const size_t nb = static_cast<size_t>(codecGeometry(d).blocks(count));
   const detail::UnfusedArgs a{d, in, count, out, detail::carve(scratch, nb, d.block)};
   detail::dispatchAsh(d, [&](auto f) {
     detail::dispatchG(d.block, [&](auto g) {
