@@ -61,8 +61,9 @@ for t in base head; do
     --iters 10 --warmup 3 >"$out/kernel_$t.txt" 2>&1 || { note "kernel_bench $t FAILED"; status=1; }
 done
 note "## kernel_bench, 256 MiB: GB/s base | head | head/base"
-paste <(grep -E "GB/s|^ *[a-zA-Z].*[0-9]+\.[0-9]+" "$out/kernel_base.txt") \
-      <(grep -E "GB/s|^ *[a-zA-Z].*[0-9]+\.[0-9]+" "$out/kernel_head.txt") | head -60 >>"$sum"
+ktable() { sed 's/ (unfused)/-unfused/' "$1" | awk '/^op +codec +dtype/ {on = 1; next} on && NF >= 8 {print $1, $2, $3, $5, $7}'; }
+paste -d' ' <(ktable "$out/kernel_base.txt") <(ktable "$out/kernel_head.txt" | awk '{print $5}') |
+  awk '{printf "%-20s %-16s %-5s p=%-2s %9s %9s %6.3f\n", $1, $2, $3, $4, $5, $6, ($5 > 0 ? $6 / $5 : 0)}' >>"$sum"
 
 # ---- 2. coccl_perf, device AllReduce, 2 processes ----------------------------------------------
 launch() {  # launch TREE LOG args...: torchrun-style variables, all ranks on device 0

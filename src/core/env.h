@@ -41,7 +41,10 @@ struct Env {
   std::string deviceExact;      // COCCL_DEVICE_EXACT (auto | coccl | nccl)
 };
 
-// One row of env_rows.inc.
+// One row of env_rows.inc. (Member pointers through aliases: nvcc's host code generation
+// would otherwise parenthesise them, which gcc 13 warns about.)
+using StrField = std::string Env::*;
+using NumField = int64_t Env::*;
 struct EnvRow {
   enum Kind { String, Int };
   const char* name;
@@ -52,8 +55,8 @@ struct EnvRow {
   bool clampLow;            // Int: below min means min (else the default)
   const char* docDefault;   // README's default column ("" = defaultText)
   const char* doc;          // README's meaning column
-  std::string Env::*str;    // String: the field it fills
-  int64_t Env::*num;        // Int: the field it fills
+  StrField str;             // String: the field it fills
+  NumField num;             // Int: the field it fills
 };
 
 extern const EnvRow kEnvRows[];
