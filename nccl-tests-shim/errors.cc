@@ -15,8 +15,10 @@ namespace {
 
 Env makeEnv() {
   Env e;
-  const char* no = getenv("COCCL_SHIM_NO_NCCL");
-  e.noNccl = no && *no && strcmp(no, "0") != 0;
+  // COCCL_SHIM_NO_NCCL as coccl's table reads it (the loader, shared with coccl, obeys it too).
+  char no[32] = "";
+  e.noNccl = cocclGetEnvValue("COCCL_SHIM_NO_NCCL", no, sizeof(no), nullptr) == cocclSuccess &&
+             strcmp(no, "0") != 0;
   // The log level coccl itself uses (COCCL_DEBUG, in the spelling of coccl's table).
   char level[32] = "";
   if (cocclGetEnvValue("COCCL_DEBUG", level, sizeof(level), nullptr) == cocclSuccess)

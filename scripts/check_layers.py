@@ -14,31 +14,43 @@ _ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ROOT = pathlib.Path(_ARGS[0] if _ARGS else pathlib.Path(__file__).parent.parent)
 
 COMMON = ["coccl.h", "core/"]
+# The headers every executor shares (request, executor interface, stats, shard layout) sit below
+# the communicator: they see the context and the lower layers, never the communicator or policy.
+SHARED = ["collectives/executor.h", "collectives/request.h", "collectives/stats.h",
+          "collectives/layout.h"]
+BELOW_EXECUTORS = ["comm/", "mem/", "codecs/", "kernels/"]
 # Executors receive a CommContext and the request; they never include the communicator, the
-# policy or each other (no include runs upward inside src/collectives/).
-EXECUTOR_SHARED = ["collectives/executor.h", "collectives/request.h", "collectives/stats.h",
-                   "collectives/layout.h", "comm/", "mem/", "codecs/", "kernels/", "transport/"]
+# policy, each other, or another executor's transport (no include runs upward inside
+# src/collectives/).
+EXECUTOR = COMMON + SHARED + BELOW_EXECUTORS
 RULES = {
     "src/core/": COMMON,
     "src/mem/": COMMON + ["mem/"],
     "src/comm/": COMMON + ["comm/"],
-    "src/kernels/": COMMON + ["kernels/"],
+    # The CUDA engine is instantiated from the codec list: src/kernels may include the list and
+    # the codec folders' device headers (header-only tile families; nothing in src/kernels links
+    # the codecs library, so codecs -> kernels holds for everything that links).
+    "src/kernels/": COMMON + ["kernels/", "codecs/codec_list.h", "codecs/*/*.cuh"],
     "src/codecs/": COMMON + ["codecs/", "kernels/"],
     "src/transport/": COMMON + ["transport/", "mem/"],
     "src/collectives/": COMMON + ["collectives/", "comm/", "mem/", "codecs/", "kernels/",
                                   "transport/"],
-    "src/collectives/host/": COMMON + EXECUTOR_SHARED + ["collectives/host/"],
-    "src/collectives/cuda_ipc/": COMMON + EXECUTOR_SHARED + ["collectives/cuda_ipc/"],
-    "src/collectives/nccl/": COMMON + EXECUTOR_SHARED + ["collectives/nccl/"],
+    "src/collectives/executor.h": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/request.h": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/request.cc": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/stats.h": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/layout.h": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/host/": EXECUTOR + ["collectives/host/", "transport/transport.h"],
+    "src/collectives/cuda_ipc/": EXECUTOR + ["collectives/cuda_ipc/", "transport/cuda_ipc/"],
+    "src/collectives/nccl/": EXECUTOR + ["collectives/nccl/", "transport/nccl/"],
     "src/api/": COMMON + ["api/", "collectives/", "comm/", "mem/", "codecs/", "kernels/",
                           "transport/"],
-    # The shim sees coccl's public API, the NCCL function table and the dtype table only.
-    "nccl-tests-shim/": ["coccl.h", "nccl_abi.h", "transport/nccl/", "core/dtype.h"],
+    # The shim sees coccl's public API, the NCCL loader with its function table and ABI, and
+    # the dtype table only.
+    "nccl-tests-shim/": ["coccl.h", "nccl_abi.h", "transport/nccl/nccl_library.h",
+                         "transport/nccl/nccl_functions.inc", "transport/nccl/nccl_abi.h",
+                         "core/dtype.h"],
 }
-# The CUDA engine is instantiated from the codec list: src/kernels may include the list and the
-# codec folders' device headers (header-only tile families; nothing in src/kernels links the
-# codecs library, so codecs -> kernels holds for everything that links).
-RULES["src/kernels/"] = RULES["src/kernels/"] + ["codecs/codec_list.h", "codecs/*/*.cuh"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 SUFFIXES = {".h", ".cc", ".cu", ".cuh", ".inc"}
 
@@ -49,6 +61,9 @@ def rule_for(rel):
         if rel.startswith(prefix) and (best is None or len(prefix) > len(best)):
             best = prefix
     return best
+
+
+_last_bad = 0
 
 
 def self_test():
@@ -65,9 +80,14 @@ def self_test():
             print("self-test: a clean tree was flagged")
             return 1
         (ROOT / "src/core/bad.cc").write_text('#include "collectives/communicator.h"\n')
-        (ROOT / "src/collectives/host/y.cc").write_text('#include "collectives/policy.h"\n')
-        if main() != 1:
-            print("self-test: upward includes were not flagged")
+        (ROOT / "src/collectives/host/y.cc").write_text('#include "collectives/policy.h"\n'
+                                                        '#include "transport/nccl/nccl_comm.h"\n')
+        (ROOT / "src/collectives/request.h").write_text('#include "collectives/communicator.h"\n')
+        (ROOT / "nccl-tests-shim").mkdir()
+        (ROOT / "nccl-tests-shim/s.cc").write_text('#include "collectives/communicator.h"\n')
+        bad_expected = 5
+        if main() != 1 or _last_bad != bad_expected:
+            print(f"self-test: expected {bad_expected} wrong includes, got {_last_bad}")
             return 1
     print("self-test passed")
     return 0
@@ -94,6 +114,8 @@ def main():
                        ("*" in a and fnmatch.fnmatch(inc, a)) for a in RULES[prefix]):
                 bad.append(f"{rel}: includes \"{inc}\" (layer {prefix} may use: "
                            f"{', '.join(RULES[prefix])})")
+    global _last_bad
+    _last_bad = len(bad)
     for line in bad:
         print(line)
     print(f"check_layers: {checked} files, {len(bad)} wrong includes")

@@ -55,8 +55,9 @@ Communicator::~Communicator() {
   // A broken or aborted communicator stops its executors before any of them waits for its
   // device work in its destructor (a call stuck on a dead peer would hold that wait forever).
   const bool healthy = !ctx_.aborted() && asyncError() == cocclSuccess && !ctx_.bootstrap().aborted();
+  // Reverse order, as in requestAbort (CUDA IPC releases its peers before NCCL's abort).
   if (!healthy && !ctx_.aborted())
-    for (auto& x : executors_) x->abort();
+    for (auto it = executors_.rbegin(); it != executors_.rend(); ++it) (*it)->abort();
   while (!executors_.empty()) executors_.pop_back();  // reverse order
 }
 
@@ -74,13 +75,25 @@ Executor& Communicator::route(CollRequest& r) {
     // No executor runs it compressed (a codec without a device implementation, or more ranks
     // than an executor's codec kernels take): exact, said once.
     if (!saidFallback_.exchange(true))
-      COCCL_INFO(kLogColl, "%s with codec %s on %s buffers: no executor runs it compressed; "
-                 "running it exact (said once per communicator)",
+      COCCL_WARN("%s with codec %s on %s buffers: no executor runs it compressed; running it "
+                 "exact (said once per communicator)",
                  collName(r.coll), r.codec->name(), r.mem == MemKind::Device ? "device" : "host");
     r.codec = nullptr;
   }
   COCCL_THROW(cocclInvalidUsage, "%s: device buffers, but the device path is off: %s",
               collName(r.coll), deviceOff_.empty() ? "no executor takes this call" : deviceOff_.c_str());
+}
+
+Executor& Communicator::routeGroup(const std::vector<CollRequest>& group) {
+  // The first executor that takes every operation of the group (what it takes depends only on
+  // the memory kind, which is the same for the whole group, so every rank decides alike).
+  for (auto& x : executors_) {
+    bool all = true;
+    for (const CollRequest& o : group) all = all && x->supports(o);
+    if (all) return *x;
+  }
+  COCCL_THROW(cocclInvalidUsage, "Send/Recv: device buffers, but the device path is off: %s",
+              deviceOff_.empty() ? "no executor takes this group" : deviceOff_.c_str());
 }
 
 void Communicator::run(CollRequest r) {
@@ -113,8 +126,7 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   const MemKind mem = dev ? MemKind::Device : MemKind::Host;
   for (CollRequest& o : group) o.mem = mem;
   if (group.empty()) return;
-  CollRequest first = group.front();
-  Executor& x = route(first);
+  Executor& x = routeGroup(group);
   stats_.logicalBytes = sent;
   stats_.wireBytesSent = 0;
   stats_.codec = "none";

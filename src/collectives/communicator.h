@@ -61,6 +61,7 @@ class Communicator {
 
  private:
   Executor& route(CollRequest& r);
+  Executor& routeGroup(const std::vector<CollRequest>& group);
 
   CommContext ctx_;
   CodecPolicy policy_;

@@ -35,6 +35,7 @@ struct Env {
   std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring)
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
+  int64_t shimNoNccl;          // COCCL_SHIM_NO_NCCL
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
   int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS (0: auto)
   std::string deviceTransport;  // COCCL_DEVICE_TRANSPORT (auto | cuda_ipc | nccl)

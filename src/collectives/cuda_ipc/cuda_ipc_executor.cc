@@ -52,6 +52,7 @@
 #include "collectives/cuda_ipc/plan.h"
 #include "collectives/layout.h"
 #include "core/dtype.h"
+#include "core/agree.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "mem/cuda_check.h"
@@ -180,31 +181,43 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     return nullptr;
   }
   m.device = dev;
-  DeviceGuard g(dev);
-  void* hp = nullptr;
-  COCCL_CUDA_CHECK(cudaHostAlloc(&hp, sizeof(dev::HostState), cudaHostAllocMapped));
-  m.host = static_cast<dev::HostState*>(hp);
-  std::memset(hp, 0, sizeof(dev::HostState));
-  void* dp = nullptr;
-  COCCL_CUDA_CHECK(cudaHostGetDevicePointer(&dp, hp, 0));
-  m.hostDev = static_cast<dev::HostState*>(dp);
-  dev::Ctx ctx{};
-  ctx.rank = c.rank();
-  ctx.nranks = p;
-  ctx.nblocks = m.nblocks;
-  const int64_t tms = c.config().timeoutMs;
-  ctx.timeoutNs = static_cast<uint64_t>(tms > 0 ? tms : 300000) * 1000000ull;
-  ctx.lay = m.lay;
-  ctx.host = m.hostDev;
-  for (int r = 0; r < p; ++r) ctx.base[r] = m.region->peer(r);
-  void* cp = nullptr;
-  COCCL_CUDA_CHECK(cudaMalloc(&cp, sizeof(dev::Ctx)));
-  m.ctx = static_cast<dev::Ctx*>(cp);
-  COCCL_CUDA_CHECK(cudaMemcpy(cp, &ctx, sizeof(ctx), cudaMemcpyHostToDevice));
-  COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
-  for (cudaEvent_t& ev : m.joinIn)
-    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.joinOut, cudaEventDisableTiming));
+  // The rest may fail on one rank (out of memory...): every rank learns it, and all turn the
+  // executor off together (its destructor meets the others in the same barrier).
+  std::string failure;
+  try {
+    DeviceGuard g(dev);
+    void* hp = nullptr;
+    COCCL_CUDA_CHECK(cudaHostAlloc(&hp, sizeof(dev::HostState), cudaHostAllocMapped));
+    m.host = static_cast<dev::HostState*>(hp);
+    std::memset(hp, 0, sizeof(dev::HostState));
+    void* dp = nullptr;
+    COCCL_CUDA_CHECK(cudaHostGetDevicePointer(&dp, hp, 0));
+    m.hostDev = static_cast<dev::HostState*>(dp);
+    dev::Ctx ctx{};
+    ctx.rank = c.rank();
+    ctx.nranks = p;
+    ctx.nblocks = m.nblocks;
+    const int64_t tms = c.config().timeoutMs;
+    ctx.timeoutNs = static_cast<uint64_t>(tms > 0 ? tms : 300000) * 1000000ull;
+    ctx.lay = m.lay;
+    ctx.host = m.hostDev;
+    for (int r = 0; r < p; ++r) ctx.base[r] = m.region->peer(r);
+    void* cp = nullptr;
+    COCCL_CUDA_CHECK(cudaMalloc(&cp, sizeof(dev::Ctx)));
+    m.ctx = static_cast<dev::Ctx*>(cp);
+    COCCL_CUDA_CHECK(cudaMemcpy(cp, &ctx, sizeof(ctx), cudaMemcpyHostToDevice));
+    COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
+    for (cudaEvent_t& ev : m.joinIn)
+      COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.joinOut, cudaEventDisableTiming));
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  const std::string reason = coccl::agree(c.bootstrap(), failure);
+  if (!reason.empty()) {
+    *why = "CUDA IPC executor: " + reason;
+    return nullptr;
+  }
   COCCL_INFO(kLogInit | kLogCuda,
              "CUDA IPC executor on: device %d, %d blocks x %d threads, %llu-byte sub-slots, "
              "%llu-byte region",

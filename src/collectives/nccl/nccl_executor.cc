@@ -194,6 +194,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   m.tr = std::make_unique<NcclComm>(c.bootstrap());  // agrees across ranks itself
   if (!m.tr->usable()) {
     *why = "NCCL transport: " + m.tr->reason();
+    m.tr.reset();  // nothing to quiesce in ~NcclExecutor
     return nullptr;
   }
   m.slotBytes = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
@@ -223,6 +224,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     reason = agreeValues(c.bootstrap(), {{"COCCL_CHUNK_BYTES", m.slotBytes}});
   if (!reason.empty()) {
     *why = "NCCL executor: " + reason;
+    m.tr.reset();  // ncclCommDestroy now; nothing to quiesce in ~NcclExecutor
     return nullptr;
   }
   if (exactOnly)
@@ -238,7 +240,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
 
 NcclExecutor::~NcclExecutor() {
   Impl& m = *impl_;
-  if (m.tr && asyncError() == cocclSuccess) {
+  if (m.tr && m.side && asyncError() == cocclSuccess) {
     try {
       quiesce();
     } catch (const std::exception& e) {
@@ -254,7 +256,9 @@ int NcclExecutor::cudaDevice() const { return impl_->device; }
 bool NcclExecutor::supports(const CollRequest& r) const {
   if (r.mem != MemKind::Device) return false;
   const Impl& m = *impl_;
-  if (m.exactOnly) return !r.codec && r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2;
+  // Send/Recv move bytes only: every type. The exact collectives: not the fp8 types.
+  if (m.exactOnly)
+    return !r.codec && (r.isP2P() || (r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2));
   if (!r.codec) return true;
   const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
   return codecOnDevice(r.codec) && !(reduces && m.p > kernels::kMaxReduceInputs);

@@ -33,8 +33,8 @@ class NcclExecutor final : public Executor {
   ~NcclExecutor() override;
 
   const char* name() const override { return "nccl"; }
-  // Device buffers. Exact-only: no codec and not an fp8 type (NCCL has those from 2.24 on
-  // sm_90 only; coccl's kernels everywhere). Otherwise exact, or a codec with a device
+  // Device buffers. Exact-only: no codec; Send/Recv of every type, collectives not of an fp8
+  // type (NCCL has those from 2.24 on sm_90 only; coccl's kernels everywhere). Otherwise exact, or a codec with a device
   // implementation (AllReduce / ReduceScatter: at most kernels::kMaxReduceInputs ranks).
   bool supports(const CollRequest& r) const override;
   void run(const CollRequest& r, CollStats& stats) override;

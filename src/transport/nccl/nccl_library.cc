@@ -203,8 +203,7 @@ std::string g_why;
 std::once_flag g_once;
 
 void load() {
-  const char* off = getenv("COCCL_SHIM_NO_NCCL");  // the shim's switch holds for the process
-  if (off && *off && std::strcmp(off, "0") != 0) {
+  if (env().shimNoNccl != 0) {  // the shim's switch holds for the process
     g_why = "the real NCCL is disabled (COCCL_SHIM_NO_NCCL=1)";
     return;
   }
