@@ -218,12 +218,15 @@ COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
 COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm);
 
 /* Frees the communicator's local resources (without a barrier unless finalized). NULL is a
- * no-op returning cocclSuccess. */
+ * no-op returning cocclSuccess. Errors: cocclInvalidArgument for a handle that is not live
+ * (destroyed or aborted already, or never returned by cocclCommInitRank): every function that
+ * takes a communicator checks this first and never touches such a handle. */
 COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm);
 
 /* Stops every operation in flight on `comm` (from any thread; the call in flight returns
  * cocclRemoteError or cocclInvalidUsage promptly), closes its connections so peers fail fast
- * instead of waiting for the timeout, and frees the communicator. NULL is a no-op. */
+ * instead of waiting for the timeout, and frees the communicator. NULL is a no-op; a handle that
+ * is not live is cocclInvalidArgument (as cocclCommDestroy). */
 COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm);
 
 /* Writes the communicator's asynchronous error state (cocclSuccess while healthy; the error

@@ -50,6 +50,13 @@ cocclResult_t guarded(cocclComm* comm, const char* fn, F&& f) {
 // Validates a communicator handle and that it can run operations.
 Communicator& usableComm(cocclComm* comm);
 
+// Live handles (handles.cc): registered at creation, unregistered by the destroy / abort that
+// frees them. checkLiveComm throws cocclInvalidArgument for NULL or a handle that is not live.
+void registerComm(const cocclComm* comm);
+bool unregisterComm(const cocclComm* comm);  // false: it was not live
+bool isLiveComm(const cocclComm* comm);
+void checkLiveComm(const cocclComm* comm);
+
 // Groups (per thread). When inside a group, enqueue() stores the operation and returns true;
 // the caller then returns cocclSuccess and the operation runs at the outermost GroupEnd.
 bool inGroup();

@@ -133,6 +133,7 @@ cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank
     CommConfig cfg = makeConfig(config);
     cfg.cudaDevice = currentCudaDevice();  // this thread's device, as NCCL records it
     handle = new cocclComm();
+    registerComm(handle);
     *comm = handle;
     if (inGroup()) {
       // Deferred: runs concurrently with the group's other inits at GroupEnd.
@@ -144,6 +145,7 @@ cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank
     initRank(handle, nranks, id, rank, cfg);
   });
   if (r != cocclSuccess && handle && !inGroup()) {
+    unregisterComm(handle);
     delete handle;
     *comm = nullptr;
   }
@@ -190,6 +192,9 @@ COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm) {
 COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm) {
   if (!comm) return cocclSuccess;
   return guarded(nullptr, "cocclCommDestroy", [&] {
+    COCCL_CHECK_ARG(unregisterComm(comm),
+                    "comm %p is not a live communicator (destroyed or aborted already?)",
+                    static_cast<const void*>(comm));
     {
       std::lock_guard<std::mutex> lock(comm->opMutex);
       comm->impl.reset();
@@ -201,6 +206,9 @@ COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm) {
 COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm) {
   if (!comm) return cocclSuccess;
   return guarded(nullptr, "cocclCommAbort", [&] {
+    COCCL_CHECK_ARG(unregisterComm(comm),
+                    "comm %p is not a live communicator (destroyed or aborted already?)",
+                    static_cast<const void*>(comm));
     if (comm->impl) comm->impl->requestAbort();  // the call in flight (any thread) bails out
     {
       std::lock_guard<std::mutex> lock(comm->opMutex);
@@ -214,12 +222,16 @@ COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* 
   if (!comm || !asyncError)
     return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
                        "comm or asyncError is NULL");
+  if (!isLiveComm(comm))
+    return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
+                       "comm is not a live communicator (destroyed or aborted already?)");
   *asyncError = comm->impl ? comm->impl->asyncError() : cocclInProgress;
   return cocclSuccess;
 }
 
 COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count) {
   return guarded(nullptr, "cocclCommCount", [&] {
+    checkLiveComm(comm);
     COCCL_CHECK_ARG(comm && comm->impl && count, "comm or count is NULL");
     *count = comm->impl->nranks();
   });
@@ -227,6 +239,7 @@ COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count) {
 
 COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank) {
   return guarded(nullptr, "cocclCommUserRank", [&] {
+    checkLiveComm(comm);
     COCCL_CHECK_ARG(comm && comm->impl && rank, "comm or rank is NULL");
     *rank = comm->impl->rank();
   });
@@ -234,6 +247,7 @@ COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank) {
 
 COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device) {
   return guarded(nullptr, "cocclCommCuDevice", [&] {
+    checkLiveComm(comm);
     COCCL_CHECK_ARG(comm && comm->impl && device, "comm or device is NULL");
     *device = comm->cudaDev;
   });
@@ -241,6 +255,7 @@ COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device) {
 
 COCCL_API cocclResult_t cocclCommGetLastCollStats(cocclComm_t comm, cocclCollStats_t* stats) {
   return guarded(nullptr, "cocclCommGetLastCollStats", [&] {
+    checkLiveComm(comm);
     COCCL_CHECK_ARG(comm && comm->impl && stats, "comm or stats is NULL");
     const CollStats& s = comm->impl->stats();
     stats->logicalBytes = s.logicalBytes;

@@ -9,12 +9,12 @@ cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
   setLastError(full);
   const bool communication = code == cocclSystemError || code == cocclRemoteError ||
                              code == cocclInternalError || code == cocclUnhandledCudaError;
-  if (comm && comm->impl && communication) comm->impl->fail(code);
+  if (comm && communication && isLiveComm(comm) && comm->impl) comm->impl->fail(code);
   return code;
 }
 
 Communicator& usableComm(cocclComm* comm) {
-  COCCL_CHECK_ARG(comm != nullptr, "comm is NULL");
+  checkLiveComm(comm);
   COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
   comm->impl->checkUsable();
   return *comm->impl;

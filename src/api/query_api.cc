@@ -29,6 +29,7 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
                                             size_t codecNameLen) {
   return guarded(nullptr, "cocclCommQueryCodec", [&] {
     COCCL_CHECK_ARG(comm && compressed, "comm or compressed is NULL");
+    checkLiveComm(comm);
     COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
     const int k = static_cast<int>(coll);
     COCCL_CHECK_ARG(k >= 0 && k < cocclNumCollKinds, "invalid collective kind %d (valid: 0..%d)",
