@@ -28,8 +28,9 @@ CodecPtr makeCodec(const std::string& spec) {
   codec_detail::ParsedSpec parsed = codec_detail::parseSpec(spec);
   for (const Entry& e : kCodecs)
     if (parsed.name == e.name) return e.make(parsed);
-  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': unknown codec '%s' (known: %s)", spec.c_str(),
-              parsed.name.c_str(), codecNames().c_str());
+  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': unknown codec '%s' (known: %s)",
+              codec_detail::quoted(spec).c_str(), codec_detail::quoted(parsed.name).c_str(),
+              codecNames().c_str());
 }
 
 std::string codecNames() {

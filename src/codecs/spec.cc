@@ -22,10 +22,17 @@ std::string trim(const std::string& s) {
 }
 
 [[noreturn]] void bad(const ParsedSpec& spec, const std::string& what) {
-  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': %s", spec.text.c_str(), what.c_str());
+  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': %s", quoted(spec.text).c_str(),
+              quoted(what).c_str());
 }
 
 }  // namespace
+
+std::string quoted(const std::string& text) {
+  constexpr size_t kMax = 64;
+  if (text.size() <= kMax) return text;
+  return text.substr(0, kMax) + "... (" + std::to_string(text.size()) + " characters)";
+}
 
 ParsedSpec parseSpec(const std::string& text) {
   ParsedSpec spec;

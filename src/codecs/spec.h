@@ -18,6 +18,10 @@ struct ParsedSpec {
 
 ParsedSpec parseSpec(const std::string& spec);
 
+// `text` for an error message: as it is up to 64 characters, else its first 64 and how long it
+// was (a megabyte-long spec must not become a megabyte-long message).
+std::string quoted(const std::string& text);
+
 // Reads typed parameters of one codec; finish() rejects keys nobody asked for.
 class SpecReader {
  public:

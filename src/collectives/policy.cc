@@ -3,8 +3,9 @@
 namespace coccl {
 namespace {
 
+// "", blanks only, or "none": uncompressed (COCCL_CODEC="   " means what "" means).
 CodecPtr parseOrNull(const std::string& spec) {
-  if (spec.empty() || spec == "none") return nullptr;
+  if (spec.find_first_not_of(" \t") == std::string::npos || spec == "none") return nullptr;
   return makeCodec(spec);
 }
 

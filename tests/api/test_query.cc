@@ -147,3 +147,15 @@ TEST(GetEnvValue, BadArguments) {
 }
 
 }  // namespace
+
+namespace {
+// COCCL_CODEC / config codecs of blanks only mean what "" means: uncompressed, not an error.
+TEST(QueryCodec, BlankCodecSpecMeansNone) {
+  RunOptions o = policy("   ", 0);
+  o.config.codecAllGather = " \t ";
+  runRanks(1, Mode::Threads, [](Rank& r) {
+    EXPECT_EQ(query(r.comm, cocclCollAllReduce, 4096, cocclFloat32, cocclSum).compressed, 0);
+    EXPECT_EQ(query(r.comm, cocclCollAllGather, 4096, cocclFloat32, cocclSum).compressed, 0);
+  }, o);
+}
+}  // namespace

@@ -110,7 +110,7 @@ CodecPtr makeFp8AshDsCodec(const ParsedSpec& spec) {
   reader.finish("block, format, lambda, alpha_min, alpha_max");
   if (!(p.alphaMin <= p.alphaMax))
     COCCL_THROW(cocclInvalidArgument, "codec spec '%s': alpha_min must be <= alpha_max",
-                spec.text.c_str());
+                quoted(spec.text).c_str());
   std::string canon = "fp8_ash_ds:block=" + std::to_string(block) + ",format=" + format +
                       ",lambda=" + formatFloat(p.lambda) + ",alpha_min=" + formatFloat(p.alphaMin) +
                       ",alpha_max=" + formatFloat(p.alphaMax);
