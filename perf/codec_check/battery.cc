@@ -99,9 +99,14 @@ std::vector<const void*> insPointers(const OwnerCase& oc, int self) {
   return p;
 }
 
-// Runs fn(chunk) for chunks [0, n) on `threads` threads taking chunks in turn.
+// Runs fn(chunk) for chunks [0, n) on `threads` threads taking chunks in turn (1: on the
+// calling thread, in order).
 template <class Fn>
 void parallelChunks(size_t n, int threads, Fn fn) {
+  if (threads <= 1) {
+    for (size_t k = 0; k < n; ++k) fn(k);
+    return;
+  }
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
@@ -171,17 +176,28 @@ CheckResult checkDeterminism(const Codec& c, const Options& opt) {
     const std::vector<uint8_t> in = toType(makeInput("student_t3", n, opt.seed + 300, G), dt);
     // chunk payloads cb bytes apart plus slack (an overrunning codec fails bytes_written only)
     const size_t cb = c.encodedBytes(chunk, dt) + Guarded::kGuard, es = typeSize(dt);
-    auto encodeAll = [&](int nt) {
+    // in chunk order, or (reversed) from the last chunk to the first
+    auto encodeAll = [&](int nt, bool reversed) {
       std::vector<uint8_t> out(cb * nChunks);
-      parallelChunks(nChunks, nt, [&](size_t k) {
+      parallelChunks(nChunks, nt, [&](size_t i) {
+        const size_t k = reversed ? nChunks - 1 - i : i;
         c.encode(in.data() + k * chunk * es, dt, chunk, out.data() + k * cb);
       });
       return out;
     };
-    const std::vector<uint8_t> a = encodeAll(1), b = encodeAll(1), m = encodeAll(threads);
-    const std::vector<uint8_t> m2 = encodeAll(threads);
+    const std::vector<uint8_t> a = encodeAll(1, false), b = encodeAll(1, true);
+    const std::vector<uint8_t> m = encodeAll(threads, false), m2 = encodeAll(threads, true);
     t.calls += 4 * nChunks;
     if (a != b) t.fail(fmt("%s: encode: two runs on 1 thread differ", typeName(dt)));
+    // the same chunk encoded twice in a row (catches state carried from one call to the next)
+    for (size_t k = 0; k < 4; ++k) {
+      Guarded p0(cb, 0x00), p1(cb, 0x00);
+      c.encode(in.data() + k * chunk * es, dt, chunk, p0.data());
+      c.encode(in.data() + k * chunk * es, dt, chunk, p1.data());
+      t.calls += 2;
+      if (p0.body() != p1.body())
+        t.fail(fmt("%s: encode: chunk %zu encoded twice in a row differs", typeName(dt), k));
+    }
     if (a != m || a != m2) t.fail(fmt("%s: encode: 1 thread and %d threads differ", typeName(dt), threads));
     auto decodeAll = [&](int nt) {
       std::vector<uint8_t> out(nChunks * (chunk * es + Guarded::kGuard));

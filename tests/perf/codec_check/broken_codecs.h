@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "codecs/codec.h"
@@ -74,6 +75,23 @@ class NonDeterministicCodec : public ForwardingCodec {
 
  private:
   mutable std::atomic<uint64_t> calls_{0};
+};
+
+// encode depends on the thread: calls from any thread but the first caller's flip the same bit
+// as NonDeterministicCodec. Repeated runs on one thread agree; 1 and N threads do not.
+class ThreadDependentCodec : public ForwardingCodec {
+ public:
+  using ForwardingCodec::ForwardingCodec;
+  void encode(const void* in, cocclDataType_t dt, size_t count, void* out) const override {
+    in_->encode(in, dt, count, out);
+    std::thread::id none, self = std::this_thread::get_id();
+    first_.compare_exchange_strong(none, self);
+    const size_t n = in_->encodedBytes(count, dt);
+    if (n >= 4 && first_.load() != self) static_cast<uint8_t*>(out)[n - 4] ^= 1;
+  }
+
+ private:
+  mutable std::atomic<std::thread::id> first_{};
 };
 
 // decodeReduceEncode quantizes the owner's own input (decode(encode(selfIn))) before summing:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@ void expectVerdicts(const Codec& c, const std::string& failing,
                     const std::vector<std::string>& passing) {
   const std::vector<check::CheckResult> rs = check::runBattery(c, quick());
   const std::string table = check::formatTable(c, rs);
+  std::printf("%s", table.c_str());  // the verdicts, in the test's log
   EXPECT_FALSE(check::allPassed(rs)) << table;
   const check::CheckResult* f = find(rs, failing);
   ASSERT_NE(f, nullptr) << table;
@@ -75,6 +77,15 @@ TEST(Broken, OneBytePastTheEndFailsBytesWritten) {
 TEST(Broken, CounterDependentEncodeFailsDeterminism) {
   NonDeterministicCodec c(makeCodec("fp8_ash_ds"));
   expectVerdicts(c, "determinism", {"bytes_written", "roundtrip normal", "partial_blocks"});
+  check::CheckResult r = check::checkDeterminism(c, quick());
+  EXPECT_NE(r.detail.find("two runs on 1 thread differ"), std::string::npos) << r.detail;
+}
+
+TEST(Broken, ThreadDependentEncodeFailsDeterminism) {
+  ThreadDependentCodec c(makeCodec("int8"));
+  expectVerdicts(c, "determinism", {"bytes_written", "roundtrip normal", "partial_blocks"});
+  check::CheckResult r = check::checkDeterminism(c, quick());
+  EXPECT_NE(r.detail.find("1 thread and 4 threads differ"), std::string::npos) << r.detail;
 }
 
 TEST(Broken, QuantizedOwnerInputFailsDecodeReduceEncode) {
