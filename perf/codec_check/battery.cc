@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -79,11 +81,17 @@ struct OwnerCase {
   std::vector<std::vector<uint8_t>> raw, ins;  // each rank's raw input and its payload
 };
 
-OwnerCase makeOwnerCase(const Codec& c, int p, cocclDataType_t dt, size_t n, uint64_t seed) {
+// p ranks' inputs of n elements; poison: rank r's element r * 37 % n is NaN, +Inf or -Inf (r % 3).
+OwnerCase makeOwnerCase(const Codec& c, int p, cocclDataType_t dt, size_t n, uint64_t seed,
+                        bool poison = false) {
   OwnerCase oc;
   for (int r = 0; r < p; ++r) {
     std::vector<float> v = makeInput(r % 2 ? "student_t3" : "normal", n, seed + r, c.blockElems());
     for (float& x : v) x = x * (1.0f + 0.5f * static_cast<float>(r));
+    if (poison) {
+      const float inf = std::numeric_limits<float>::infinity();
+      v[(static_cast<size_t>(r) * 37) % n] = r % 3 == 0 ? std::nanf("") : (r % 3 == 1 ? inf : -inf);
+    }
     oc.raw.push_back(toType(v, dt));
     Guarded pay(c.encodedBytes(n, dt), 0x00);
     c.encode(oc.raw.back().data(), dt, n, pay.data());
@@ -236,10 +244,12 @@ CheckResult checkDecodeReduceEncode(const Codec& c, const Options& opt) {
   const size_t big = opt.quick ? 4096 : 65536;
   for (cocclDataType_t dt : kTypes) {
     if (!c.supportsType(dt)) continue;
-    for (size_t n : {3 * G + 5, big}) {
+    // two sizes of finite input, then non-finite values in several ranks' inputs
+    for (size_t n : {3 * G + 5, big, 3 * G + 6}) {
+      const bool poison = n == 3 * G + 6;
       for (int p = 1; p <= 4; ++p) {
         for (int self : std::set<int>{0, p / 2, p - 1}) {
-          const OwnerCase oc = makeOwnerCase(c, p, dt, n, opt.seed + 500 + 10 * p + self);
+          const OwnerCase oc = makeOwnerCase(c, p, dt, n, opt.seed + 500 + 10 * p + self, poison);
           const std::vector<const void*> ins = insPointers(oc, self);
           for (float scale : {1.0f, 1.0f / static_cast<float>(p)}) {
             std::vector<uint8_t> refOut, refDec;
@@ -252,7 +262,8 @@ CheckResult checkDecodeReduceEncode(const Codec& c, const Options& opt) {
                                  scratch.floats(), nullptr);
             const std::vector<uint8_t> out = g.body(), dec = gd.body(), out2 = g2.body();
             ++t.calls;
-            const std::string at = fmt("%s count %zu p %d self %d scale %g", typeName(dt), n, p, self, scale);
+            const std::string at = fmt("%s count %zu p %d self %d scale %g%s", typeName(dt), n, p,
+                                       self, scale, poison ? " (NaN/Inf input)" : "");
             if (out != refOut) t.fail(at + ": payload differs from decode-sum-encode");
             else if (dec != refDec) t.fail(at + ": decoded output differs from decode(payload)");
             else if (out2 != refOut) t.fail(at + ": payload differs when decoded is null");
@@ -262,7 +273,8 @@ CheckResult checkDecodeReduceEncode(const Codec& c, const Options& opt) {
     }
   }
   return {"decode_reduce_encode", t.bad == 0,
-          fmt("cases %zu (p 1..4, self first/mid/last, scale 1 and 1/p)  mismatches %zu", t.calls, t.bad),
+          fmt("cases %zu (p 1..4, self first/mid/last, scale 1, 1/p, NaN/Inf)  mismatches %zu",
+              t.calls, t.bad),
           t.first};
 }
 
