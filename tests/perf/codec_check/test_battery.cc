@@ -1,0 +1,111 @@
+// The codec conformance battery (perf/codec_check): it passes on every built-in codec and fails
+// the right check on codecs broken on purpose (broken_codecs.h).
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "battery.h"
+#include "broken_codecs.h"
+
+namespace coccl {
+namespace test {
+namespace {
+
+check::Options quick() {
+  check::Options o;
+  o.quick = true;
+  return o;
+}
+
+const check::CheckResult* find(const std::vector<check::CheckResult>& rs, const std::string& name) {
+  for (const check::CheckResult& r : rs)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+class BuiltIn : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BuiltIn, PassesTheBattery) {
+  CodecPtr c = makeCodec(GetParam());
+  const std::vector<check::CheckResult> rs = check::runBattery(*c, quick());
+  EXPECT_TRUE(check::allPassed(rs)) << check::formatTable(*c, rs);
+  for (const char* name : {"bytes_written", "determinism", "roundtrip normal", "roundtrip tiny_blocks",
+                           "partial_blocks", "non_finite", "decode_reduce_encode", "random_payloads"})
+    EXPECT_NE(find(rs, name), nullptr) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, BuiltIn,
+                         ::testing::Values("none", "int8", "int8:rotate=0", "fp8_ash_ds",
+                                           "fp8_ash_ds:block=64"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string s = i.param;
+                           for (char& ch : s)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+// The battery on a broken codec: `failing` must FAIL; every check in `passing` must PASS.
+void expectVerdicts(const Codec& c, const std::string& failing,
+                    const std::vector<std::string>& passing) {
+  const std::vector<check::CheckResult> rs = check::runBattery(c, quick());
+  const std::string table = check::formatTable(c, rs);
+  std::printf("%s", table.c_str());  // the verdicts, in the test's log
+  EXPECT_FALSE(check::allPassed(rs)) << table;
+  const check::CheckResult* f = find(rs, failing);
+  ASSERT_NE(f, nullptr) << table;
+  EXPECT_FALSE(f->pass) << table;
+  EXPECT_FALSE(f->detail.empty()) << table;
+  for (const std::string& name : passing) {
+    const check::CheckResult* p = find(rs, name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_TRUE(p->pass) << name << "\n" << table;
+  }
+}
+
+TEST(Broken, OneBytePastTheEndFailsBytesWritten) {
+  OverrunCodec c(makeCodec("int8"));
+  expectVerdicts(c, "bytes_written", {"determinism", "decode_reduce_encode"});
+  check::CheckResult r = check::checkBytesWritten(c, quick());
+  EXPECT_NE(r.detail.find("encode payload: byte 1 past the end written"), std::string::npos)
+      << r.detail;
+}
+
+TEST(Broken, CounterDependentEncodeFailsDeterminism) {
+  NonDeterministicCodec c(makeCodec("fp8_ash_ds"));
+  expectVerdicts(c, "determinism", {"bytes_written", "roundtrip normal", "partial_blocks"});
+  check::CheckResult r = check::checkDeterminism(c, quick());
+  EXPECT_NE(r.detail.find("two runs on 1 thread differ"), std::string::npos) << r.detail;
+}
+
+TEST(Broken, ThreadDependentEncodeFailsDeterminism) {
+  ThreadDependentCodec c(makeCodec("int8"));
+  expectVerdicts(c, "determinism", {"bytes_written", "roundtrip normal", "partial_blocks"});
+  check::CheckResult r = check::checkDeterminism(c, quick());
+  EXPECT_NE(r.detail.find("1 thread and 4 threads differ"), std::string::npos) << r.detail;
+}
+
+TEST(Broken, QuantizedOwnerInputFailsDecodeReduceEncode) {
+  QuantizedSelfCodec c(makeCodec("int8"));
+  std::vector<std::string> others = {"bytes_written", "determinism", "partial_blocks",
+                                     "non_finite", "random_payloads"};
+  expectVerdicts(c, "decode_reduce_encode", others);
+}
+
+// An empty manifest directory: the real-data row fails rather than passing silently.
+TEST(Battery, MissingManifestFails) {
+  CodecPtr c = makeCodec("int8");
+  check::Options o = quick();
+  o.manifest = "/nonexistent/tp_tensors_manifest.json";
+  const std::vector<check::CheckResult> rs = check::runBattery(*c, o);
+  const check::CheckResult* r = find(rs, "roundtrip real_data");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->pass);
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace coccl
