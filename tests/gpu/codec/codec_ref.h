@@ -23,7 +23,7 @@ namespace coccl {
 namespace test {
 
 inline const std::vector<std::string>& variantSpecs() {
-  static const std::vector<std::string> k = {"int8:rotate=1", "int8:rotate=0",
+  static const std::vector<std::string> k = {"int8:rotate=1", "int8:rotate=0", "int8:rotate=auto",
                                              "fp8_ash_ds:format=e4m3", "fp8_ash_ds:format=e5m2"};
   return k;
 }

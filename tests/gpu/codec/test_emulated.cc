@@ -194,6 +194,7 @@ TEST(EmulatedDeviceCodec, UnalignedBuffersTakeTheScalarPath) {
 
 TEST(EmulatedDeviceCodec, LegacyBlockOpsPathMatchesTheHost) {
   for (const std::string& base : variantSpecs()) {
+    if (base == "int8:rotate=auto") continue;  // the legacy reference has rotate=0|1 only
     for (int g : blockSizes()) {
       CodecPtr c = makeCodec(withBlock(base, g));
       const CodecDesc d = c->deviceDesc();
