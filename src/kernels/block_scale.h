@@ -1,10 +1,12 @@
-// Per-block scale math shared by the rotated codecs (fp8_ash_ds, int8 with rotate=1).
+// Per-block scale math shared by the rotated codecs (fp8_ash_ds, int8 with rotate=1 or auto).
 //
 // Scale word: one little-endian fp32 per block.
 //   sign bit clear: transform (normal) mode, the word is the decode multiplier c > 0 (always a
 //                   normal fp32): x_i = (H_unnorm q)_i * c.
 //   sign bit set:   RAW mode, the word is -r (r >= 0, r = 0 stored as -0.0): per-element codes
 //                   with scale r, no transform; non-finite values have reserved codes.
+//   int8 rotate=auto: in transform mode the LSB of c flags the plain (unrotated) form
+//                   (src/codecs/int8/int8_block.h).
 //
 // Adaptive scale alpha (TACO's ASH scale, made a power of two):
 //   msq   = E / G + lambda                      (E = blockEnergy, fp32 division then addition)

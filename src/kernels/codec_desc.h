@@ -24,7 +24,7 @@ struct CodecDesc {
   CodecKind kind = CodecKind::None;
   int32_t block = 1;     // G (elements per codec block); 1 for None
   int32_t fp8E5M2 = 0;   // fp8_ash_ds: 0 = E4M3, 1 = E5M2
-  int32_t rotate = 1;    // int8: Hadamard rotation on
+  int32_t rotate = 2;    // int8: 0 plain, 1 Hadamard rotation, 2 auto (per block)
   float lambda = 1e-6f;  // fp8_ash_ds ASH parameters
   float alphaMin = 1e-3f;
   float alphaMax = 1e3f;

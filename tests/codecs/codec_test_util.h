@@ -23,6 +23,7 @@ namespace test {
 inline const std::vector<std::string>& lossySpecs() {
   static const std::vector<std::string> kSpecs = {
       "int8",       "int8:block=32",       "int8:block=512",       "int8:rotate=0",
+      "int8:rotate=1",
       "fp8_ash_ds", "fp8_ash_ds:block=32", "fp8_ash_ds:block=512", "fp8_ash_ds:format=e5m2"};
   return kSpecs;
 }

@@ -195,7 +195,7 @@ TEST(Interface, PropertiesAndTypes) {
     EXPECT_TRUE(c->supportsOp(cocclSum) && c->supportsOp(cocclAvg)) << spec;
     EXPECT_FALSE(c->supportsOp(cocclMax) || c->supportsOp(cocclProd) || c->supportsOp(cocclMin));
     for (cocclDataType_t dt : kTypes) EXPECT_TRUE(c->supportsType(dt)) << spec;
-    EXPECT_EQ(c->formatVersion(), 1u);
+    EXPECT_EQ(c->formatVersion(), std::string(c->name()) == "int8" ? 2u : 1u) << spec;
     EXPECT_EQ(makeCodec(c->spec())->spec(), c->spec()) << "canonical spec re-parses";
     if (c->lossless()) continue;
     EXPECT_FALSE(c->supportsType(cocclInt32));
@@ -221,7 +221,9 @@ TEST(Interface, PropertiesAndTypes) {
 
 TEST(Interface, CanonicalSpecs) {
   EXPECT_EQ(makeCodec("none")->spec(), "none");
-  EXPECT_EQ(makeCodec("int8")->spec(), "int8:block=128,rotate=1");
+  EXPECT_EQ(makeCodec("int8")->spec(), "int8:block=128,rotate=auto");
+  EXPECT_EQ(makeCodec("int8:rotate=1")->spec(), "int8:block=128,rotate=1");
+  EXPECT_EQ(makeCodec("int8:rotate=auto")->formatVersion(), 2u);
   EXPECT_EQ(makeCodec(" int8 : rotate = 0 , block=64")->spec(), "int8:block=64,rotate=0");
   EXPECT_EQ(makeCodec("fp8_ash_ds")->spec(),
             "fp8_ash_ds:block=128,format=e4m3,lambda=1e-06,alpha_min=0.001,alpha_max=1000");
@@ -240,6 +242,8 @@ TEST(Interface, DeviceDescMatchesTheSpec) {
   EXPECT_EQ(i.kind, CodecKind::Int8);
   EXPECT_EQ(i.block, 64);
   EXPECT_EQ(i.rotate, 0);
+  EXPECT_EQ(makeCodec("int8:rotate=1")->deviceDesc().rotate, 1);
+  EXPECT_EQ(makeCodec("int8")->deviceDesc().rotate, 2);
   CodecDesc f = makeCodec("fp8_ash_ds:block=256,format=e5m2,lambda=0.5,alpha_max=64")->deviceDesc();
   EXPECT_EQ(f.kind, CodecKind::Fp8AshDs);
   EXPECT_EQ(f.block, 256);

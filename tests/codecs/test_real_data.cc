@@ -128,6 +128,33 @@ TEST_F(RealData, Fp8AshDsBlock128) {
   EXPECT_LE(maxOf(e.owner), 0.037);
 }
 
+// rotate=auto (the default) against the better fixed mode, one-shot per rank and case (issue 14).
+TEST_F(RealData, Int8AutoNoWorseThanTheBetterFixedMode) {
+  CodecPtr r1 = makeCodec("int8:rotate=1"), r0 = makeCodec("int8:rotate=0"), au = makeCodec("int8");
+  double worst = 0, s1 = 0, s0 = 0, sa = 0;
+  for (const TpCase& tc : cases_) {
+    for (const auto& rank : tc.ranks) {
+      std::vector<float> x = bf16ToF32(rank);
+      std::vector<double> xd(x.begin(), x.end());
+      double e[3];
+      const Codec* cs[3] = {r1.get(), r0.get(), au.get()};
+      for (int i = 0; i < 3; ++i)
+        e[i] = relL2(decodeF32(*cs[i], encodeAll(*cs[i], rank.data(), cocclBfloat16, rank.size()),
+                               rank.size()),
+                     xd);
+      s1 += e[0];
+      s0 += e[1];
+      sa += e[2];
+      worst = std::max(worst, e[2] / std::min(e[0], e[1]));
+      EXPECT_LE(e[2], 1.01 * std::min(e[0], e[1])) << tc.name;
+    }
+  }
+  const double n = 4.0 * static_cast<double>(cases_.size());
+  std::printf("one-shot mean rel L2: rotate=1 %.4f%%  rotate=0 %.4f%%  auto %.4f%%  "
+              "(worst auto / best fixed %.4f)\n",
+              100 * s1 / n, 100 * s0 / n, 100 * sa / n, worst);
+}
+
 // Printed for comparison only (the README's per-block absmax INT8 reference).
 TEST_F(RealData, Int8UnrotatedPrinted) {
   CodecPtr c = makeCodec("int8:rotate=0");

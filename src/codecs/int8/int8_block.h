@@ -7,6 +7,15 @@
 //   Decode: z = fwht<G>(q) (exact: |z| <= 127 * G < 2^24), x_i = z_i * c.
 // rotate = 0: plain per-block absmax: m = max|x|, inv = 127 / m, q = clamp(rneInt(x * inv)),
 //   c = m / 127; decode x_i = q_i * c.
+// rotate = auto (kInt8Auto, the default): per block, the rotated form iff its quantisation step
+//   in the orthonormal domain is not larger: !(cR * sqrt(G) > cU) with cR the rotated c above
+//   and cU = max|x| / 127 (fp32: one multiply by the fp32 constant sqrt(G), then the compare;
+//   ties rotate). The orthonormal Hadamard keeps the block's energy, so the block with the
+//   smaller step has the smaller error; the rotation loses when the block mean (or one large
+//   coefficient) dominates max|H x| (the DC coefficient is sqrt(G) * mean). The choice is the
+//   LSB of the scale word: clear = rotated (word = bits(cR) & ~1), set = plain (bits(cU) | 1);
+//   the decoder uses the word as c (at most 1 ulp from the encoder's c, still a normal fp32).
+//   RAW blocks are as below (sign bit set), so the flag never meets a RAW word.
 // Either way, a block with NaN/Inf, all +-0, or unusable scales (scalesUsable) goes RAW:
 //   scale word -r, r = rawScale(absmax finite, 125); finite x -> clamp(rneInt(x / r), -125, 125)
 //   (r = 0 -> 0), and a result 0 from a negative-signed x is stored as 126 (-0.0);
@@ -28,6 +37,39 @@ struct Int8Consts {
   static constexpr float kAlphaMax = 1e3f;
   static constexpr int8_t kPosInf = 127, kNegInf = -127, kNan = -128, kNegZero = 126;
 };
+
+// Rotation modes (CodecDesc::rotate, the spec's rotate=0|1|auto).
+constexpr int kInt8Plain = 0, kInt8Rotated = 1, kInt8Auto = 2;
+constexpr uint32_t kInt8PlainFlag = 1u;  // auto mode: LSB of a transform-mode word
+
+// sqrt(G) rounded to fp32 (the auto mode's step comparison).
+template <int G>
+COCCL_HD float int8SqrtG() {
+  static_assert(G == 32 || G == 64 || G == 128 || G == 256 || G == 512, "block size");
+  return G == 32 ? 5.65685424949238f
+         : G == 64 ? 8.0f
+         : G == 128 ? 11.3137084989848f
+         : G == 256 ? 16.0f
+                    : 22.6274169979695f;
+}
+
+// Auto mode: whether the block takes the rotated form, from the two decode multipliers.
+template <int G>
+COCCL_HD bool int8PickRotated(float cRotated, float cPlain) {
+  return !(mulRn(cRotated, int8SqrtG<G>()) > cPlain);
+}
+
+// The scale word of a transform-mode block with multiplier c.
+COCCL_HD uint32_t int8Word(float c, int mode, bool rotated) {
+  const uint32_t w = floatBits(c);
+  if (mode != kInt8Auto) return w;
+  return rotated ? (w & ~kInt8PlainFlag) : (w | kInt8PlainFlag);
+}
+
+// Whether a transform-mode block (word not RAW) was rotated.
+COCCL_HD bool int8WordRotated(uint32_t word, int mode) {
+  return mode == kInt8Auto ? (word & kInt8PlainFlag) == 0u : mode != kInt8Plain;
+}
 
 COCCL_HD int32_t clampI32(int32_t v, int32_t lo, int32_t hi) {
   return v < lo ? lo : (v > hi ? hi : v);
@@ -56,12 +98,13 @@ COCCL_HD uint32_t int8EncodeRaw(const float* x, int8_t* codes) {
 
 // Encode of one block; y is scratch of G floats. Returns the scale word.
 template <int G>
-COCCL_HD uint32_t int8EncodeBlock(const float* x, float* y, int8_t* codes, bool rotate) {
+COCCL_HD uint32_t int8EncodeBlock(const float* x, float* y, int8_t* codes, int mode) {
   using K = Int8Consts;
   uint32_t amax = maxAbsBits<G>(x);
   if (amax == 0u || !isFiniteBits(amax)) return int8EncodeRaw<G>(x, codes);
 
-  float m, c;
+  float m = 0.0f, c = 0.0f;
+  bool rotate = mode != kInt8Plain;
   if (rotate) {
     float alpha =
         adaptiveAlpha<G>(blockEnergy<G>(x), K::kQmax, K::kLambda, K::kAlphaMin, K::kAlphaMax);
@@ -69,7 +112,9 @@ COCCL_HD uint32_t int8EncodeBlock(const float* x, float* y, int8_t* codes, bool 
     fwht<G>(y);
     m = bitsFloat(maxAbsBits<G>(y));
     c = decodeMultiplier(m, K::kQmax, 1.0f / static_cast<float>(G), divRn(1.0f, alpha));
-  } else {
+    if (mode == kInt8Auto) rotate = int8PickRotated<G>(c, divRn(bitsFloat(amax), K::kQmax));
+  }
+  if (!rotate) {
     for (int i = 0; i < G; ++i) y[i] = x[i];
     m = bitsFloat(amax);
     c = divRn(m, K::kQmax);
@@ -78,7 +123,7 @@ COCCL_HD uint32_t int8EncodeBlock(const float* x, float* y, int8_t* codes, bool 
   if (!scalesUsable(m, inv, c)) return int8EncodeRaw<G>(x, codes);
   for (int i = 0; i < G; ++i)
     codes[i] = static_cast<int8_t>(clampI32(rneInt(mulRn(y[i], inv)), -127, 127));
-  return floatBits(c);
+  return int8Word(c, mode, rotate);
 }
 
 COCCL_HD float int8DecodeRawElem(int8_t code, float r) {
@@ -92,7 +137,7 @@ COCCL_HD float int8DecodeRawElem(int8_t code, float r) {
 
 // Decode of one block into out[0, G) (fp32).
 template <int G>
-COCCL_HD void int8DecodeBlock(const int8_t* codes, uint32_t word, bool rotate, float* out) {
+COCCL_HD void int8DecodeBlock(const int8_t* codes, uint32_t word, int mode, float* out) {
   if (isRawWord(word)) {
     float r = rawScaleFromWord(word);
     for (int i = 0; i < G; ++i) out[i] = int8DecodeRawElem(codes[i], r);
@@ -100,7 +145,7 @@ COCCL_HD void int8DecodeBlock(const int8_t* codes, uint32_t word, bool rotate, f
   }
   float c = bitsFloat(word);
   for (int i = 0; i < G; ++i) out[i] = static_cast<float>(codes[i]);
-  if (rotate) fwht<G>(out);
+  if (int8WordRotated(word, mode)) fwht<G>(out);
   for (int i = 0; i < G; ++i) out[i] = mulRn(out[i], c);
 }
 

@@ -29,61 +29,88 @@ struct TileInt8 {
   static constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, L = S::kL, W = S::kW;
   using K = kmath::Int8Consts;
   struct Params {
-    bool rotate;
+    int mode;  // kmath::kInt8Plain / kInt8Rotated / kInt8Auto
   };
-  __host__ __device__ static Params params(const CodecDesc& d) { return Params{d.rotate != 0}; }
+  __host__ __device__ static Params params(const CodecDesc& d) { return Params{d.rotate}; }
 
   // Biased partial sums stay exact (below 2^24) for G <= 256.
   static constexpr bool kBiasedTransform = G * (32768.0 + 255.0) < 16777216.0;
 
+  // codes of v * k, every lane
+  __device__ __forceinline__ static void quantize(const float (&v)[E1][E0], float k,
+                                                  uint32_t (&q)[E1][W]) {
+    using namespace kmath;
+#pragma unroll
+    for (int j = 0; j < E1; ++j) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        uint32_t c4[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          c4[i] = floatBits(addRn(mulRn(v[j][4 * w + i], k), 12582912.0f));
+        q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
+      }
+    }
+  }
+
+  // Auto mode (kInt8Auto): both forms are computed for every group's block (the transform's
+  // shuffles are warp-wide), the choice is a per-lane select of (m, inv, k, c); a warp holding a
+  // block that takes the plain form reloads x after the rotated codes and requantizes those
+  // lanes (no shuffles in that per-lane branch).
   template <class Reload>
   __device__ __forceinline__ static uint32_t encode(float (&v)[E1][E0], Reload&& reload,
                                                     uint32_t (&q)[E1][W], int lig,
                                                     const Params& p) {
     using namespace kmath;
+    const bool rotating = p.mode != kInt8Plain, autoMode = p.mode == kInt8Auto;
     float amax = 0.0f, energy = 0.0f;
     bool raw;
-    if (p.rotate) {
-      energy = tileEnergy<S>(v);
-      raw = rawByEnergyReload<S>(energy, reload);
-    } else {
+    if (rotating) energy = tileEnergy<S>(v);
+    if (autoMode || !rotating) {
       amax = groupMaxAbs<L>(tileMaxAbs<S>(v));
       raw = blockIsRaw(amax);
+    } else {
+      raw = rawByEnergyReload<S>(energy, reload);
     }
     uint32_t word = 0;
-    bool transformed = false;
+    bool vIsX = true;  // v still holds x (warp-uniform)
     if (!__all_sync(kFullMask, raw)) {
       float m, c, inv, k;
-      if (p.rotate) {
-        transformed = true;
+      bool rotated = rotating;
+      if (rotating) {
+        vIsX = false;
         const Rotated t = rotateTile<S>(v, energy, raw, K::kQmax, K::kLambda, K::kAlphaMin,
                                         K::kAlphaMax, reload, lig);
         m = t.m;
         inv = t.inv;
         k = t.k;
         c = decodeMultiplier(m, K::kQmax, 1.0f / static_cast<float>(G), t.invAlpha);
+        if (autoMode) {
+          const float cPlain = divRn(amax, K::kQmax);
+          rotated = int8PickRotated<G>(c, cPlain);
+          const float invPlain = divRn(K::kQmax, amax);
+          m = rotated ? m : amax;
+          inv = rotated ? inv : invPlain;
+          k = rotated ? k : invPlain;
+          c = rotated ? c : cPlain;
+        }
       } else {
         m = amax;
         c = divRn(m, K::kQmax);
         inv = k = divRn(K::kQmax, m);
       }
       raw = static_cast<bool>(raw | !scalesUsable(m, inv, c));
-      word = floatBits(c);
+      word = int8Word(c, p.mode, rotated);
       // every lane; the lanes of RAW blocks overwrite theirs below
-#pragma unroll
-      for (int j = 0; j < E1; ++j) {
-#pragma unroll
-        for (int w = 0; w < W; ++w) {
-          uint32_t c4[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            c4[i] = floatBits(addRn(mulRn(v[j][4 * w + i], k), 12582912.0f));
-          q[j][w] = packBytes4(c4[0], c4[1], c4[2], c4[3]);
-        }
+      quantize(v, k, q);
+      if (autoMode && __any_sync(kFullMask, !raw && !rotated)) {
+        reload(v);
+        vIsX = true;
+        if (!rotated) quantize(v, k, q);
       }
     }
     if (__any_sync(kFullMask, raw)) {
-      if (raw && transformed) reload(v);  // without rotation v still holds x
+      if (raw && !vIsX) reload(v);
       const float r = rawScale(groupMaxAbsFinite<S>(v), K::kRawR);
       if (raw) {
         rawCodes(v, r, q);
@@ -146,7 +173,10 @@ struct TileInt8 {
     const bool raw = isRawWord(word);
     if (!__all_sync(kFullMask, raw)) {
       dequantBiased(q, out);
-      if (p.rotate) {
+      // per lane (auto mode: the word's flag); the transform runs warp-wide, the lanes of plain
+      // blocks dequantize again afterwards (no shuffles in that branch)
+      const bool rotated = !raw && int8WordRotated(word, p.mode);
+      if (__any_sync(kFullMask, rotated)) {
         if constexpr (kBiasedTransform) {
           tileFwht<S>(out, lig);
           // the bias G * kInt8Bias sits on element 0 of the block: run 0, element 0 of lane 0
@@ -154,6 +184,10 @@ struct TileInt8 {
         } else {
           unbias(out);
           tileFwht<S>(out, lig);
+        }
+        if (!rotated) {
+          dequantBiased(q, out);
+          unbias(out);
         }
       } else {
         unbias(out);

@@ -23,7 +23,7 @@ namespace coccl {
 namespace test {
 
 inline const std::vector<std::string>& variantSpecs() {
-  static const std::vector<std::string> k = {"int8:rotate=1", "int8:rotate=0",
+  static const std::vector<std::string> k = {"int8:rotate=1", "int8:rotate=0", "int8:rotate=auto",
                                              "fp8_ash_ds:format=e4m3", "fp8_ash_ds:format=e5m2"};
   return k;
 }
@@ -131,7 +131,9 @@ inline std::vector<float> edgeInput(size_t n, int g, uint32_t seed) {
       case 11:
         v[pick] = -0.0f;
         break;
-      default:
+      default:  // every other one mean-shifted (int8 rotate=auto takes the plain form there)
+        if (b % 24 == 0)
+          for (size_t i = base; i < end; ++i) v[i] += 4.0f * scale;
         break;
     }
   }
