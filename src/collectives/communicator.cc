@@ -96,6 +96,13 @@ Executor& Communicator::routeGroup(const std::vector<CollRequest>& group) {
               deviceOff_.empty() ? "no executor takes this group" : deviceOff_.c_str());
 }
 
+// The router's part of the statistics; the executor adds algorithm and wire bytes.
+void Communicator::beginStats(size_t logicalBytes, const Codec* codec) {
+  stats_ = CollStats{};
+  stats_.logicalBytes = logicalBytes;
+  stats_.codec = codec ? codec->name() : "none";
+}
+
 void Communicator::run(CollRequest r) {
   const size_t bytes = logicalBytes(r, nranks());
   if (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather)
@@ -104,10 +111,7 @@ void Communicator::run(CollRequest r) {
     r.codec = nullptr;
   r.mem = kindOf(r, rank());
   Executor& x = route(r);
-  stats_.logicalBytes = bytes;
-  stats_.wireBytesSent = 0;
-  stats_.codec = r.codec ? r.codec->name() : "none";
-  stats_.algorithm = "";
+  beginStats(bytes, r.codec);
   x.run(r, stats_);
 }
 
@@ -127,10 +131,7 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   for (CollRequest& o : group) o.mem = mem;
   if (group.empty()) return;
   Executor& x = routeGroup(group);
-  stats_.logicalBytes = sent;
-  stats_.wireBytesSent = 0;
-  stats_.codec = "none";
-  stats_.algorithm = "";
+  beginStats(sent, nullptr);
   x.runP2P(group, stats_);
 }
 

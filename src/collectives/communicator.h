@@ -62,6 +62,7 @@ class Communicator {
  private:
   Executor& route(CollRequest& r);
   Executor& routeGroup(const std::vector<CollRequest>& group);
+  void beginStats(size_t logicalBytes, const Codec* codec);
 
   CommContext ctx_;
   CodecPolicy policy_;
