@@ -14,6 +14,7 @@
 #include <string>
 
 #include "coccl.h"
+#include "coccl_codec.h"
 #include "kernels/codec_desc.h"
 
 namespace coccl {
@@ -65,12 +66,39 @@ class Codec {
   // What a CUDA kernel needs to run this codec (a POD, see src/kernels/codec_desc.h). Codecs
   // without a device implementation keep the default (kind None).
   virtual CodecDesc deviceDesc() const { return CodecDesc{}; }
+
+  // COCCL_CODEC_CAP_* bits (include/coccl_codec.h) this codec declares.
+  virtual uint32_t capabilities() const { return lossless() ? COCCL_CODEC_CAP_LOSSLESS : 0u; }
+
+  // ---- Device operations (the plug-in ABI's device launchers) -------------------------------
+  // Every codec the registry makes (makeCodec) is a descriptor-backed codec (codecs/abi/); it
+  // has these when the descriptor declares COCCL_CODEC_CAP_DEVICE. They enqueue on `stream`
+  // with the results of the host operations above, bit for bit; `ins` is a host array of device
+  // pointers; `ws` device memory of deviceWorkspaceBytes(count, dt, p) bytes (null when 0).
+  // Throw Error on a failed launch or a bad argument (the default: cocclInvalidUsage).
+  bool hasDeviceOps() const { return (capabilities() & COCCL_CODEC_CAP_DEVICE) != 0; }
+  virtual size_t deviceWorkspaceBytes(size_t count, cocclDataType_t dt, int p) const { return 0; }
+  virtual void deviceEncode(const void* in, cocclDataType_t dt, size_t count, void* out, void* ws,
+                            cudaStream_t stream) const;
+  virtual void deviceDecode(const void* in, size_t count, cocclDataType_t dt, void* out, void* ws,
+                            cudaStream_t stream) const;
+  // acc[i] += decode(ins[0])[i] + ... + decode(ins[n-1])[i] in that order, in fp32.
+  virtual void deviceDecodeAccumulate(const void* const* ins, int n, size_t count,
+                                      cocclDataType_t dt, float* acc, void* ws,
+                                      cudaStream_t stream) const;
+  // decodeReduceEncode above on the device (the owner step; decoded may be null).
+  virtual void deviceDecodeReduceEncode(const void* const* ins, int p, int self,
+                                        const void* selfIn, cocclDataType_t dt, size_t count,
+                                        float scale, void* out, void* decoded, void* ws,
+                                        cudaStream_t stream) const;
 };
 
 using CodecPtr = std::shared_ptr<const Codec>;
 
-// Registry. Specs are "name[:key=value,...]" (see README "Codecs"). Throws Error
-// (cocclInvalidArgument) with a message naming the bad part when a spec does not parse.
+// Registry (codecs/abi/registry.h has the rest: loading plug-ins, registering descriptors).
+// Specs are "name[:key=value,...]" (see README "Codecs"). Throws Error (cocclInvalidArgument)
+// with a message naming the bad part when a spec does not parse or its codec is not registered
+// (loading COCCL_CODEC_PLUGIN first, once per process).
 CodecPtr makeCodec(const std::string& spec);
 // Names of the registered codecs.
 std::string codecNames();

@@ -2,7 +2,9 @@
 
 #include <initializer_list>
 
+#include "codecs/abi/registry.h"
 #include "collectives/device_executors.h"
+#include "core/agree.h"
 #include "collectives/host/host_executor.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -34,11 +36,28 @@ MemKind kindOf(const CollRequest& r, int me) {
   }
 }
 
+// Every rank must have loaded the same codec plug-ins (COCCL_CODEC_PLUGIN) before any spec is
+// parsed: a load failure on any rank, or different codecs or format versions, fail init on
+// every rank with the same message.
+const PolicyConfig& agreeOnCodecs(CommContext& ctx, const PolicyConfig& policy) {
+  const std::string failure = loadEnvCodecPlugins();
+  std::string why = agree(ctx.bootstrap(), failure);
+  if (!why.empty()) COCCL_THROW(cocclInvalidArgument, "codec plug-ins: %s", why.c_str());
+  const std::string sig = registeredCodecsSignature();
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : sig) h = (h ^ ch) * 1099511628211ull;
+  why = agreeValues(ctx.bootstrap(), {{"the registered codecs (COCCL_CODEC_PLUGIN)", h}});
+  if (!why.empty())
+    COCCL_THROW(cocclInvalidArgument, "codec plug-ins: %s; this rank has: %s", why.c_str(),
+                sig.c_str());
+  return policy;
+}
+
 }  // namespace
 
 Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
                            const CommConfig& cfg)
-    : ctx_(handle, rank, nranks, cfg), policy_(cfg.policy) {
+    : ctx_(handle, rank, nranks, cfg), policy_(agreeOnCodecs(ctx_, cfg.policy)) {
   executors_.push_back(std::make_unique<HostExecutor>(ctx_));
   DeviceExecutors dev = probeDeviceExecutors(ctx_);
   deviceOff_ = dev.list.empty() ? dev.reason : "";
@@ -68,6 +87,13 @@ int Communicator::cudaDevice() const {
 }
 
 Executor& Communicator::route(CollRequest& r) {
+  // A codec without device launchers (a plug-in built without them) is refused on device
+  // buffers instead of silently running exact (include/coccl_codec.h, COCCL_CODEC_CAP_DEVICE).
+  if (r.codec && r.mem == MemKind::Device && !r.codec->hasDeviceOps())
+    COCCL_THROW(cocclInvalidUsage,
+                "%s with codec %s on device buffers: the codec has no device launchers "
+                "(COCCL_CODEC_CAP_DEVICE); use host buffers or another codec",
+                collName(r.coll), r.codec->name());
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& x : executors_)
       if (x->supports(r)) return *x;

@@ -41,9 +41,7 @@ namespace {
 
 constexpr int kSets = 2;
 
-bool codecOnDevice(const Codec* codec) {
-  return codec && codec->deviceDesc().kind != CodecKind::None;
-}
+bool codecOnDevice(const Codec* codec) { return codec && codec->hasDeviceOps(); }
 enum Slot { kSend = 0, kRecv = 1, kRed = 2, kGath = 3 };
 
 }  // namespace
@@ -64,6 +62,8 @@ struct NcclExecutor::Impl {
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
+  void* ws = nullptr;  // the codec's device workspace (wsBytes)
+  size_t wsBytes = 0;
 
   Impl(CommContext& c, int dev)
       : comm(c), device(dev), p(c.nranks()), me(c.rank()), ins(static_cast<size_t>(p)) {}
@@ -79,6 +79,7 @@ struct NcclExecutor::Impl {
     if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
+    if (ws) COCCL_CUDA_WARN(cudaFree(ws));
     if (prev >= 0) (void)cudaSetDevice(prev);
   }
 
@@ -121,10 +122,37 @@ struct NcclExecutor::Impl {
                                        : 2 * static_cast<size_t>(p) + 1 + static_cast<size_t>(j);
     return staging + (base + idx) * slotBytes;
   }
-  // Elements of one piece: whole codec blocks whose payload fits a slot.
-  size_t pieceElems(const CodecDesc& d) const {
-    const size_t g = static_cast<size_t>(d.block);
-    return std::max(g, static_cast<size_t>(codecGeometry(d).elemsFitting(slotBytes)));
+  // Elements of one piece: the most whole codec blocks whose payload fits a slot (at least
+  // one block). The same on every rank (a function of the codec, dt and the agreed slot size).
+  size_t pieceElems(const Codec& c, cocclDataType_t dt) const {
+    const size_t g = c.blockElems();
+    const size_t limit = (size_t{1} << 40) / g;
+    size_t lo = 1;  // encodedBytes(lo g) fits (or lo = 1), encodedBytes(hi g) does not
+    while (lo < limit && c.encodedBytes(2 * lo * g, dt) <= slotBytes) lo *= 2;
+    size_t hi = 2 * lo;
+    while (lo + 1 < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (c.encodedBytes(mid * g, dt) <= slotBytes ? lo : hi) = mid;
+    }
+    // ReduceScatter's fp32 accumulator holds slotBytes elements (codecs under 1 byte per
+    // element would fit more).
+    return std::min(lo, std::max<size_t>(1, slotBytes / g)) * g;
+  }
+  // Device workspace of the codec's operations on one piece (plug-ins may ask for some; the
+  // built-ins need none). Grows, never during a stream capture.
+  void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
+    const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
+    if (need <= wsBytes) return need ? ws : nullptr;
+    COCCL_CHECK_USAGE(!capturing(s),
+                      "codec %s needs %zu bytes of device workspace: run the collective once "
+                      "outside the CUDA graph capture first", c.name(), need);
+    COCCL_CUDA_CHECK(cudaDeviceSynchronize());
+    if (ws) COCCL_CUDA_CHECK(cudaFree(ws));
+    ws = nullptr;
+    wsBytes = 0;
+    COCCL_CUDA_CHECK(cudaMalloc(&ws, need));
+    wsBytes = need;
+    return ws;
   }
   void allReduce(const CollRequest& r, CollStats& stats);
   void reduceScatter(const CollRequest& r, CollStats& stats);
@@ -261,7 +289,8 @@ bool NcclExecutor::supports(const CollRequest& r) const {
     return !r.codec && (r.isP2P() || (r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2));
   if (!r.codec) return true;
   const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
-  return codecOnDevice(r.codec) && !(reduces && m.p > kernels::kMaxReduceInputs);
+  return codecOnDevice(r.codec) && r.codec->blockElems() <= m.slotBytes &&
+         !(reduces && m.p > kernels::kMaxReduceInputs);
 }
 
 cocclResult_t NcclExecutor::asyncError() const {
@@ -314,14 +343,13 @@ void NcclExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
     m.tr->allReduce(in, out, count, dt, op, stream);
     return;
   }
-  const CodecDesc d = codec->deviceDesc();
-  const std::vector<Range> sh = balancedShards(count, p, static_cast<size_t>(d.block));
+  const std::vector<Range> sh = balancedShards(count, p, codec->blockElems());
   size_t longest = 0;
   for (int j = 0; j < p; ++j) longest = std::max(longest, sh[j].count);
   stats.wireBytesSent =
       twoShotWireBytes(sh, me, [&](size_t n) { return codec->encodedBytes(n, dt); });
   stats.algorithm = "two-shot/nccl";
-  const size_t piece = m.pieceElems(d);
+  const size_t piece = m.pieceElems(*codec, dt);
   const size_t K = numChunks(longest, piece);
   if (K == 0) return;
   const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
@@ -332,15 +360,16 @@ void NcclExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
   auto at = [&](const void* base, int j, size_t k) {
     return static_cast<char*>(const_cast<void*>(base)) + (sh[j].begin + k * piece) * es;
   };
-  auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
+  auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
   cudaStream_t s = m.user(stream);
+  void* ws = m.workspace(*codec, dt, piece, s);
   m.pipeline(s, [&] {
     m.run5(
         K, s,
         [&](size_t k) {  // enc: the pieces of the other owners' shards
           for (int j = 0; j < p; ++j)
             if (j != me && n(j, k))
-              kernels::encode(d, at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), s);
+              codec->deviceEncode(at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), ws, s);
         },
         [&](size_t k) {  // x1: to each owner its piece; from each peer mine
           m.tr->group([&] {
@@ -356,8 +385,8 @@ void NcclExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
           std::vector<const void*>& ins = m.ins;
           for (int j = 0; j < p; ++j)
             ins[static_cast<size_t>(j)] = j == me ? nullptr : m.slot(k, kRecv, j);
-          kernels::decodeReduceEncode(d, ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
-                                      m.slot(k, kRed, 0), at(out, me, k), s);
+          codec->deviceDecodeReduceEncode(ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
+                                          m.slot(k, kRed, 0), at(out, me, k), ws, s);
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
           m.tr->group([&] {
@@ -371,7 +400,7 @@ void NcclExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
         [&](size_t k) {  // dec: the other owners' reduced pieces
           for (int j = 0; j < p; ++j)
             if (j != me && n(j, k))
-              kernels::decode(d, m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), s);
+              codec->deviceDecode(m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), ws, s);
         });
   });
 }
@@ -394,10 +423,9 @@ void NcclExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
     m.tr->reduceScatter(in, out, recvcount, dt, op, stream);
     return;
   }
-  const CodecDesc d = codec->deviceDesc();
   stats.wireBytesSent = directWireBytes(codec->encodedBytes(recvcount, dt), p);
   stats.algorithm = "direct/nccl";
-  const size_t piece = m.pieceElems(d);
+  const size_t piece = m.pieceElems(*codec, dt);
   const size_t K = numChunks(recvcount, piece);
   if (K == 0) return;
   const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
@@ -406,15 +434,16 @@ void NcclExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
     return static_cast<char*>(const_cast<void*>(base)) +
            (static_cast<size_t>(j) * recvcount + k * piece) * es;
   };
-  auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
+  auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
   const CodecDesc raw{};  // the None codec: decodeAccumulate of raw elements of dt
   cudaStream_t s = m.user(stream);
+  void* ws = m.workspace(*codec, dt, piece, s);
   m.pipeline(s, [&] {
     m.run3(
         K, s,
         [&](size_t k) {
           for (int j = 0; j < p; ++j)
-            if (j != me) kernels::encode(d, at(in, j, k), dt, n(k), m.slot(k, kSend, j), s);
+            if (j != me) codec->deviceEncode(at(in, j, k), dt, n(k), m.slot(k, kSend, j), ws, s);
         },
         [&](size_t k) {
           m.tr->group([&] {
@@ -430,10 +459,10 @@ void NcclExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
           std::vector<const void*>& ins = m.ins;
           for (int j = 0; j < p; ++j)
             ins[static_cast<size_t>(j)] = j == me ? at(in, me, k) : m.slot(k, kRecv, j);
-          if (me > 0) kernels::decodeAccumulate(d, ins.data(), me, n(k), dt, m.acc, s);
+          if (me > 0) codec->deviceDecodeAccumulate(ins.data(), me, n(k), dt, m.acc, ws, s);
           kernels::decodeAccumulate(raw, ins.data() + me, 1, n(k), dt, m.acc, s);
           if (me + 1 < p)
-            kernels::decodeAccumulate(d, ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, s);
+            codec->deviceDecodeAccumulate(ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, ws, s);
           launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(out) + k * piece * es,
                              stream);
         });
@@ -457,21 +486,21 @@ void NcclExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
     m.tr->allGather(in, out, sendcount, dt, stream);
     return;
   }
-  const CodecDesc d = codec->deviceDesc();
   stats.wireBytesSent = directWireBytes(codec->encodedBytes(sendcount, dt), p);
   stats.algorithm = "direct/nccl";
-  const size_t piece = m.pieceElems(d);
+  const size_t piece = m.pieceElems(*codec, dt);
   const size_t K = numChunks(sendcount, piece);
   if (K == 0) return;
   auto n = [&](size_t k) { return std::min(piece, sendcount - k * piece); };
-  auto pb = [&](size_t elems) { return kernels::payloadBytes(d, dt, elems); };
+  auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
   cudaStream_t s = m.user(stream);
+  void* ws = m.workspace(*codec, dt, piece, s);
   m.pipeline(s, [&] {
     m.run3(
         K, s,
         [&](size_t k) {  // encode my piece once
-          kernels::encode(d, static_cast<const char*>(in) + k * piece * es, dt, n(k),
-                          m.slot(k, kSend, me), s);
+          codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k),
+                              m.slot(k, kSend, me), ws, s);
         },
         [&](size_t k) {
           m.tr->group([&] {
@@ -484,9 +513,10 @@ void NcclExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
         },
         [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
           for (int j = 0; j < p; ++j)
-            kernels::decode(
-                d, j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
-                static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es, s);
+            codec->deviceDecode(
+                j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
+                static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
+                ws, s);
         });
   });
 }
