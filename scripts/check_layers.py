@@ -13,7 +13,7 @@ import sys
 _ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ROOT = pathlib.Path(_ARGS[0] if _ARGS else pathlib.Path(__file__).parent.parent)
 
-COMMON = ["coccl.h", "core/"]
+COMMON = ["coccl.h", "coccl_codec.h", "core/"]
 # The headers every executor shares (request, executor interface, stats, shard layout) sit below
 # the communicator: they see the context and the lower layers, never the communicator or policy.
 SHARED = ["collectives/executor.h", "collectives/request.h", "collectives/stats.h",
@@ -41,8 +41,12 @@ RULES = {
     "src/collectives/stats.h": COMMON + SHARED + BELOW_EXECUTORS,
     "src/collectives/layout.h": COMMON + SHARED + BELOW_EXECUTORS,
     "src/collectives/host/": EXECUTOR + ["collectives/host/", "transport/transport.h"],
-    "src/collectives/cuda_ipc/": EXECUTOR + ["collectives/cuda_ipc/", "transport/cuda_ipc/"],
-    "src/collectives/nccl/": EXECUTOR + ["collectives/nccl/", "transport/nccl/"],
+    "src/collectives/cuda_ipc/": EXECUTOR + ["collectives/cuda_ipc/", "collectives/staged/",
+                                             "transport/cuda_ipc/"],
+    "src/collectives/nccl/": EXECUTOR + ["collectives/nccl/", "collectives/staged/",
+                                         "transport/nccl/"],
+    # The staged codec pipeline: shared by the device executors, below them (no transport).
+    "src/collectives/staged/": EXECUTOR + ["collectives/staged/"],
     "src/api/": COMMON + ["api/", "collectives/", "comm/", "mem/", "codecs/", "kernels/",
                           "transport/"],
     # The shim sees coccl's public API, the NCCL loader with its function table and ABI, and

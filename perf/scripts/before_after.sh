@@ -4,7 +4,8 @@
 # runs every measurement on base and head in turn:
 #   1. kernel_bench: codec kernels (256 MiB, bf16 and fp32, fp8_ash_ds and int8) vs a copy;
 #   2. coccl_perf all_reduce --mem device, 2 processes on GPU 0 (MPS), bf16, none and
-#      fp8_ash_ds, 1 MiB .. PERF_MAX;
+#      fp8_ash_ds, 1 MiB .. PERF_MAX; 2b. the same with COCCL_DEVICE_TRANSPORT=nccl (one
+#      NCCL_HOSTID per rank) to 256 MiB;
 #   3. with NCCL_TESTS_SRC: nccl-tests all_reduce_perf (bf16, 1 MiB .. 256 MiB) with each tree's
 #      libnccl.so.2 preloaded, COCCL_CODEC=fp8_ash_ds (2 MPI ranks on GPU 0).
 # usage: OUT=dir perf/scripts/before_after.sh BASE_SRC [NCCL_TESTS_SRC]
@@ -71,11 +72,12 @@ launch() {  # launch TREE LOG args...: torchrun-style variables, all ranks on de
   shift 2
   local perf
   perf=$(bin "$tree" coccl_perf)
+  # NCCL accepts several ranks on one GPU with one NCCL_HOSTID each (COCCL_DEVICE_TRANSPORT=nccl)
   for ((r = 1; r < n; ++r)); do
-    RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    NCCL_HOSTID=coccl-ba-$r RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       timeout 300 "$perf" "$@" >/dev/null 2>>"$log" & pids+=($!)
   done
-  RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+  NCCL_HOSTID=coccl-ba-0 RANK=0 WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     timeout 300 "$perf" "$@" >>"$log" 2>&1
   rc=$?
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
@@ -94,6 +96,21 @@ rows() {  # rows FILE CODEC: size and out-of-place busbw of one sweep
 for codec in none fp8_ash_ds; do
   note "## coccl_perf all_reduce --mem device, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
   join <(rows "$out/perf_base.txt" $codec) <(rows "$out/perf_head.txt" $codec) |
+    awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+done
+
+# ---- 2b. the same over the NCCL transport (the staged codec pipeline), up to 256 MiB ----------
+for codec in none fp8_ash_ds; do
+  for t in base head; do
+    echo "### $codec" >>"$out/perf_nccl_$t.txt"
+    COCCL_DEVICE_TRANSPORT=nccl launch $t "$out/perf_nccl_$t.txt" all_reduce --mem device \
+      -d bfloat16 -b 1M -e 256M -f 4 -n "$ITERS" -w 3 -c 0 --codec "$codec" ||
+      { note "coccl_perf nccl transport $t $codec FAILED"; status=1; }
+  done
+done
+for codec in none fp8_ash_ds; do
+  note "## coccl_perf all_reduce --mem device, COCCL_DEVICE_TRANSPORT=nccl, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
+  join <(rows "$out/perf_nccl_base.txt" $codec) <(rows "$out/perf_nccl_head.txt" $codec) |
     awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
 done
 

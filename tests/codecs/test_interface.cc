@@ -231,7 +231,7 @@ TEST(Interface, CanonicalSpecs) {
             "fp8_ash_ds:block=256,format=e5m2,lambda=1e-06,alpha_min=0.001,alpha_max=1000");
   EXPECT_EQ(makeCodec("fp8_ash_ds:block=256")->blockElems(), 256u);
   EXPECT_STREQ(makeCodec("fp8_ash_ds")->name(), "fp8_ash_ds");
-  EXPECT_EQ(codecNames(), "none, int8, fp8_ash_ds");
+  EXPECT_EQ(codecNames().rfind("none, int8, fp8_ash_ds", 0), 0u) << codecNames();  // built-ins first
 }
 
 TEST(Interface, DeviceDescMatchesTheSpec) {

@@ -14,6 +14,9 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on a small 2-rank case of every collective
 #   perf      coccl_perf --mem device all_reduce, 2 and 4 processes, uncompressed vs fp8_ash_ds,
 #             1 MiB .. 1 GiB; --input on the real TP tensors at 4 ranks, device and host path
+#   plugin    examples/codec_plugin (q8) against an install of the build, loaded by bare name:
+#             checked coccl_perf all_reduce / reduce_scatter / all_gather --codec q8 --mem device
+#             on 2 processes, CUDA IPC (staged pipeline) and COCCL_DEVICE_TRANSPORT=nccl
 #   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
 #             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
 #             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
@@ -207,6 +210,46 @@ if has perf_nccl; then
     unset PERF_LOG
     grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)" "$OUT/perf_nccl.log" \
       | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $10, $11, $12}' >> "$SUMMARY"
+  fi
+fi
+
+# ---- a codec plug-in on the device path ------------------------------------------------------
+# examples/codec_plugin (q8, with device launchers) built against an install of this build,
+# loaded by bare name, run by the installed coccl_perf (checked: #wrong must be 0) on the CUDA
+# IPC path (the staged pipeline with the P2P kernel) and over NCCL (one NCCL_HOSTID per rank).
+if has plugin; then
+  prefix=$ROOT/$BDIR/prefix
+  PLOG=$OUT/plugin.log
+  : > "$PLOG"
+  if cmake --install "$BDIR" --prefix "$prefix" >> "$PLOG" 2>&1 &&
+     cmake -S "$ROOT/examples/codec_plugin" -B "$BDIR/q8" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_INSTALL_PREFIX="$prefix" \
+       -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" >> "$PLOG" 2>&1 &&
+     ninja -C "$BDIR/q8" install >> "$PLOG" 2>&1; then
+    log "plugin: q8 built and installed into $prefix"
+    SAVED_PERF=$PERF
+    PERF=$prefix/bin/coccl_perf
+    export PERF_LOG=$PLOG
+    for tp in cuda_ipc nccl; do
+      for coll in all_reduce reduce_scatter all_gather; do
+        for dt in bfloat16 float; do
+          echo "### $coll --mem device -np 2 -d $dt --codec q8, COCCL_DEVICE_TRANSPORT=$tp" >> "$PLOG"
+          COCCL_CODEC_PLUGIN=q8 COCCL_DEVICE_TRANSPORT=$tp NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+            NCCL_NVLS_ENABLE=0 launch 2 "$coll" --mem device -d "$dt" -b 64K -e 16M -f 4 -n 3 -w 1 \
+            -c 1 --codec q8
+          rc=$?
+          log "plugin $tp $coll $dt exit $rc"
+          [ $rc -ne 0 ] && status=1
+        done
+      done
+    done
+    unset PERF_LOG
+    PERF=$SAVED_PERF
+    grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)" "$PLOG" | head -80 >> "$SUMMARY"
+  else
+    log "plugin: building examples/codec_plugin FAILED (plugin.log)"
+    tail -20 "$PLOG"
+    status=1
   fi
 fi
 

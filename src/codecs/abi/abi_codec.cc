@@ -129,8 +129,16 @@ void AbiCodec::decodeReduceEncode(const void* const* ins, int p, int self, const
                   desc_->name, p, self);
   if (count == 0) return;
   if (desc_->host.decodeReduceEncode) {
+    // The caller's scratch (count floats) serves as the workspace when it is large and aligned
+    // enough; else the thread's buffer.
+    const size_t need = desc_->workspaceBytes ? desc_->workspaceBytes(inst_, count, dti(dt), p, 0) : 0;
+    void* ws = nullptr;
+    if (need)
+      ws = scratch && need <= count * sizeof(float) && reinterpret_cast<uintptr_t>(scratch) % 256 == 0
+               ? static_cast<void*>(scratch)
+               : hostWorkspace(count, dt, p);
     check(desc_->host.decodeReduceEncode(inst_, ins, p, self, selfIn, dti(dt), count, scale, out,
-                                         decoded, hostWorkspace(count, dt, p)),
+                                         decoded, ws),
           "decodeReduceEncode");
     return;
   }

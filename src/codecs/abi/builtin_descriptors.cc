@@ -86,7 +86,6 @@ constexpr uint32_t kFloatTypes = COCCL_CODEC_DTYPE_BIT(cocclFloat32) |
                                  COCCL_CODEC_DTYPE_BIT(cocclBfloat16);
 constexpr uint32_t kAllTypes = (1u << cocclNumTypes) - 1;
 constexpr uint32_t kSumAvg = COCCL_CODEC_OP_BIT(cocclSum) | COCCL_CODEC_OP_BIT(cocclAvg);
-constexpr uint32_t kAllOps = (1u << cocclNumOps) - 1;
 
 #define COCCL_BUILTIN_NAME_(Kind, name, id, bits, meta, align) constexpr char kName##Kind[] = #name;
 COCCL_CODEC_LIST(COCCL_BUILTIN_NAME_)
@@ -102,7 +101,7 @@ cocclCodecPlugin_v1_t describe(const char* name, CodecPtr (*make)(const ParsedSp
   d.name = name;
   d.formatVersion = probe->formatVersion();
   d.dtypeMask = none ? kAllTypes : kFloatTypes;
-  d.opMask = none ? kAllOps : kSumAvg;
+  d.opMask = kSumAvg;
   // Non-finite input: the blocked codecs carry such blocks raw (RAW mode); none copies bytes.
   d.capabilities = COCCL_CODEC_CAP_NONFINITE | COCCL_CODEC_CAP_DECODE_REDUCE_ENCODE |
                    COCCL_CODEC_CAP_DETERMINISTIC | (none ? COCCL_CODEC_CAP_LOSSLESS : 0u) |

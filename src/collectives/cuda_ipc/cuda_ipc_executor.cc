@@ -50,6 +50,8 @@
 #include "collectives/cuda_ipc/dev_types.h"
 #include "collectives/cuda_ipc/launch.h"
 #include "collectives/cuda_ipc/plan.h"
+#include "collectives/staged/staged_codec.h"
+#include "codecs/abi/registry.h"
 #include "collectives/layout.h"
 #include "core/dtype.h"
 #include "core/agree.h"
@@ -63,8 +65,16 @@ namespace {
 
 constexpr int kEvents = 8;  // streams a group of send/recv may span
 
-bool codecOnDevice(const Codec* codec) {
-  return codec && codec->deviceDesc().kind != CodecKind::None;
+// The built-in codecs run in coccl's fused collective kernels; other codecs with device
+// operations (plug-ins) on the staged pipeline.
+bool fusedCodec(const Codec* codec) { return codec && codec->deviceDesc().kind != CodecKind::None; }
+
+// Whether a registered codec needs the staged pipeline (a plug-in with device launchers). The
+// same on every rank: the Communicator checked that all ranks registered the same codecs.
+bool pluginDeviceCodecs() {
+  for (const CodecEntry& e : registeredCodecs())
+    if (e.source != "built-in" && (e.desc->capabilities & COCCL_CODEC_CAP_DEVICE)) return true;
+  return false;
 }
 
 }  // namespace
@@ -83,6 +93,10 @@ struct CudaIpcExecutor::Impl {
   cudaEvent_t joinOut = nullptr;
   bool used = false;
   bool aborted = false;
+  // Plug-in codecs with device launchers: the staged pipeline, its pieces moved by this
+  // executor's P2P kernel (null when no such codec is registered).
+  std::unique_ptr<ByteMover> mover;
+  std::unique_ptr<StagedCodec> staged;
 
   explicit Impl(CommContext& c) : comm(c) {}
   ~Impl();
@@ -110,12 +124,28 @@ struct CudaIpcExecutor::Impl {
   void reduce(const CollRequest& r, CollStats& stats);
 };
 
+namespace {
+
+// The staged pipeline's exchanges as one P2P kernel of this executor on the pipeline's stream.
+class IpcMover final : public ByteMover {
+ public:
+  explicit IpcMover(CudaIpcExecutor::Impl& m) : m_(m) {}
+  void exchange(const std::vector<Xfer>& group, cudaStream_t s) override;
+  void abort() override;
+
+ private:
+  CudaIpcExecutor::Impl& m_;
+};
+
+}  // namespace
+
 CudaIpcExecutor::Impl::~Impl() {
   if (device < 0) return;
   int prev = -1;
   if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
   (void)cudaSetDevice(device);
   if (side) COCCL_CUDA_WARN(cudaStreamSynchronize(side));
+  staged.reset();
   for (cudaEvent_t& e : joinIn)
     if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
   if (joinOut) COCCL_CUDA_WARN(cudaEventDestroy(joinOut));
@@ -171,6 +201,8 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
   m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(c.config().deviceStagingBytes));
   std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
                                  static_cast<uint64_t>(dev::kThreads)};
+  if (pluginDeviceCodecs())  // the staged pipeline's pieces follow from the slot size
+    agree.push_back(static_cast<uint64_t>(std::max<int64_t>(c.config().chunkBytes, 4096)));
   m.region = std::make_unique<CudaIpcRegion>(c.bootstrap(), dev, m.lay.total, agree,
                                              c.topology().ranks[c.rank()].hostHash);
   if (!m.region->usable()) {
@@ -210,6 +242,11 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     for (cudaEvent_t& ev : m.joinIn)
       COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.joinOut, cudaEventDisableTiming));
+    if (pluginDeviceCodecs()) {
+      m.mover = std::make_unique<IpcMover>(m);
+      const size_t slot = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
+      m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc");
+    }
   } catch (const Error& e) {
     failure = e.what();
   }
@@ -229,7 +266,9 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
 int CudaIpcExecutor::cudaDevice() const { return impl_->device; }
 
 bool CudaIpcExecutor::supports(const CollRequest& r) const {
-  return r.mem == MemKind::Device && (!r.codec || codecOnDevice(r.codec));
+  if (r.mem != MemKind::Device) return false;
+  if (!r.codec || fusedCodec(r.codec)) return true;
+  return impl_->staged && impl_->staged->supports(r);
 }
 
 cocclResult_t CudaIpcExecutor::asyncError() const {
@@ -322,6 +361,10 @@ cudaStream_t streamOf(const CollRequest& r) { return reinterpret_cast<cudaStream
 
 void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
+  if (r.codec && !fusedCodec(r.codec)) {
+    DeviceGuard g(m.device);
+    return m.staged->run(r, stats);
+  }
   switch (r.coll) {
     case Coll::AllReduce: return m.allReduce(r, stats);
     case Coll::ReduceScatter: return m.reduceScatter(r, stats);
@@ -439,6 +482,28 @@ void CudaIpcExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& sta
     for (size_t i = 1; i < streams.size(); ++i)
       COCCL_CUDA_CHECK(cudaStreamWaitEvent(streams[i], m.joinOut, 0));
   }
+}
+
+void IpcMover::exchange(const std::vector<Xfer>& group, cudaStream_t s) {
+  std::vector<dev::P2PMsg> msgs;
+  msgs.reserve(group.size());
+  for (const Xfer& x : group) msgs.push_back(dev::P2PMsg{x.buf, x.bytes, x.peer, x.send ? 1 : 0});
+  dev::P2PArgs a;
+  COCCL_CHECK_USAGE(msgs.size() <= static_cast<size_t>(dev::kMaxP2P) && m_.planner().p2p(msgs, &a),
+                    "staged codec pipeline: an exchange of %zu transfers does not fit the P2P "
+                    "kernel (at most %d)", msgs.size(), dev::kMaxP2P);
+  m_.launched(dev::launchP2P(m_.ctx, a, a.nblocks, s), "staged codec exchange");
+}
+
+void IpcMover::abort() {
+  // A pipeline that failed half-way: the P2P kernels already issued time out or see the
+  // poison; abort releases the peers now.
+  if (!m_.host || m_.aborted) return;
+  m_.aborted = true;
+  m_.host->abort = 1u;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  (void)dev::launchPoison(m_.ctx, m_.nblocks, m_.side);
+  (void)cudaGetLastError();
 }
 
 }  // namespace coccl

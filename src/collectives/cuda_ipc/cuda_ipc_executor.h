@@ -28,7 +28,8 @@ class CudaIpcExecutor final : public Executor {
   ~CudaIpcExecutor() override;
 
   const char* name() const override { return "cuda_ipc"; }
-  // Device buffers; exact, or a codec with a device implementation.
+  // Device buffers; exact, a built-in codec (fused kernels), or a plug-in codec with device
+  // launchers (the staged pipeline, collectives/staged, with this executor's P2P kernel).
   bool supports(const CollRequest& r) const override;
   void run(const CollRequest& r, CollStats& stats) override;
   // One kernel for the whole group, on the first operation's stream; the other operations'
@@ -45,9 +46,10 @@ class CudaIpcExecutor final : public Executor {
   void quiesce() override;
   int cudaDevice() const override;
 
+  struct Impl;  // (public for the helpers of cuda_ipc_executor.cc only)
+
  private:
   explicit CudaIpcExecutor(CommContext& ctx);
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

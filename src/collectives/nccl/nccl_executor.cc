@@ -1,48 +1,44 @@
-// The NCCL executor (nccl_executor.h).
-//
-// ---- Pipeline ------------------------------------------------------------------------------
-// S = the caller's stream (codec kernels), C = this communicator's internal stream (NCCL's
-// grouped sends and receives). A message is processed in pieces k = 0..K-1 (piece k of every
-// shard). Staging holds two sets of slots (set k % 2); per set: send[p], recv[p], red, gath[p],
-// each slotBytes (COCCL_CHUNK_BYTES) long.
-//
-// Two-shot AllReduce, five stages: enc(k) S -> x1(k) C -> red(k) S -> x2(k) C -> dec(k) S,
-// issued as
-//   enc(0) x1(0); for k: { enc(k+1) x1(k+1); red(k) x2(k); dec(k-1) }; dec(K-1)
-// so that S encodes piece k+1 and decode-reduces piece k while C moves piece k's bytes. Every
-// arrow is an event recorded on one stream and waited on the other (graph capture follows it).
-// Slot reuse is safe with two sets: a slot of set k % 2 is rewritten for piece k+2 by a stage
-// issued after the stream that writes it has waited for the stage that last read it (e.g.
-// enc(k+2) follows red(k) on S, and red(k) waited for x1(k), the reader of send[set]).
-// ReduceScatter and AllGather have three stages: a(k) S -> x(k) C -> b(k) S, issued
-//   a(0) x(0); for k: { a(k+1) x(k+1); b(k) }.
-// The last stage of a call is on S and waits for C's last transfer, so a call ends joined.
+// The NCCL executor (nccl_executor.h): NCCL's own collectives for the exact operations, the
+// staged codec pipeline (collectives/staged/staged_codec.h) with NCCL's grouped
+// ncclSend/ncclRecv as its mover for the compressed ones.
 #include "collectives/nccl/nccl_executor.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <thread>
 
 #include "codecs/codec.h"
-#include "collectives/layout.h"
-#include "core/dtype.h"
+#include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "kernels/device_codec.h"
 #include "mem/cuda_check.h"
 #include "transport/nccl/nccl_comm.h"
 
 namespace coccl {
 namespace {
 
-constexpr int kSets = 2;
+class NcclMover final : public ByteMover {
+ public:
+  explicit NcclMover(NcclComm& c) : c_(c) {}
+  void exchange(const std::vector<Xfer>& group, cudaStream_t s) override {
+    c_.group([&] {
+      for (const Xfer& x : group) {
+        if (x.send)
+          c_.send(x.buf, x.bytes, x.peer, s);
+        else
+          c_.recv(x.buf, x.bytes, x.peer, s);
+      }
+    });
+  }
+  void abort() override { c_.abort(); }
 
-bool codecOnDevice(const Codec* codec) { return codec && codec->hasDeviceOps(); }
-enum Slot { kSend = 0, kRecv = 1, kRed = 2, kGath = 3 };
+ private:
+  NcclComm& c_;
+};
 
 }  // namespace
 
@@ -51,163 +47,18 @@ struct NcclExecutor::Impl {
   int device;
   int p, me;
   std::unique_ptr<NcclComm> tr;
-  cudaStream_t side = nullptr;
-  cudaEvent_t ev[4][kSets] = {};  // per stage boundary and set
-  bool exactOnly = false;  // uncompressed operations only: no staging
-  char* staging = nullptr;
+  std::unique_ptr<NcclMover> mover;
+  std::unique_ptr<StagedCodec> staged;  // null when exact-only
   size_t slotBytes = 0;
-  float* acc = nullptr;  // ReduceScatter's fp32 sum of one piece (4 * slotBytes)
-  // The end of the last compressed call issued outside a stream capture: the next one, on
-  // whatever stream, starts after it (the staging is the communicator's, not the stream's).
-  cudaEvent_t tail = nullptr;
-  bool tailSet = false;
-  std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
-  void* ws = nullptr;  // the codec's device workspace (wsBytes)
-  size_t wsBytes = 0;
 
-  Impl(CommContext& c, int dev)
-      : comm(c), device(dev), p(c.nranks()), me(c.rank()), ins(static_cast<size_t>(p)) {}
+  Impl(CommContext& c, int dev) : comm(c), device(dev), p(c.nranks()), me(c.rank()) {}
   ~Impl() {  // also after a constructor that failed half-way
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
     if (device >= 0) (void)cudaSetDevice(device);
-    for (auto& row : ev)
-      for (cudaEvent_t& e : row)
-        if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
-    if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
-    tr.reset();  // ncclCommDestroy (or abort) before the buffers NCCL may still reference go
-    if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
-    if (staging) COCCL_CUDA_WARN(cudaFree(staging));
-    if (acc) COCCL_CUDA_WARN(cudaFree(acc));
-    if (ws) COCCL_CUDA_WARN(cudaFree(ws));
+    tr.reset();      // ncclCommDestroy (or abort) before the buffers NCCL may reference go
+    staged.reset();  // its stream, events and staging
     if (prev >= 0) (void)cudaSetDevice(prev);
-  }
-
-  // True when s is being captured into a CUDA graph (or cannot be asked: the legacy stream
-  // while another stream captures globally).
-  static bool capturing(cudaStream_t s) {
-    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return true;
-    }
-    return st != cudaStreamCaptureStatusNone;
-  }
-
-  // Runs one compressed pipeline on s: ordered after the previous eager call, joined and the
-  // transport aborted (peers get an error instead of waiting forever) when anything fails half-way.
-  void pipeline(cudaStream_t s, const std::function<void()>& body) {
-    const bool eager = !capturing(s);
-    if (eager && tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, tail, 0));
-    try {
-      body();
-    } catch (...) {
-      if (cudaEventRecord(ev[3][0], side) == cudaSuccess) (void)cudaStreamWaitEvent(s, ev[3][0], 0);
-      (void)cudaGetLastError();
-      tr->abort();
-      throw;
-    }
-    if (eager) {
-      COCCL_CUDA_CHECK(cudaEventRecord(tail, s));
-      tailSet = true;
-    }
-  }
-
-  char* slot(size_t k, Slot kind, int j) const {
-    const size_t per = 3 * static_cast<size_t>(p) + 1;
-    const size_t base = (k % kSets) * per;
-    const size_t idx = kind == kSend   ? static_cast<size_t>(j)
-                       : kind == kRecv ? static_cast<size_t>(p + j)
-                       : kind == kRed  ? 2 * static_cast<size_t>(p)
-                                       : 2 * static_cast<size_t>(p) + 1 + static_cast<size_t>(j);
-    return staging + (base + idx) * slotBytes;
-  }
-  // Elements of one piece: the most whole codec blocks whose payload fits a slot (at least
-  // one block). The same on every rank (a function of the codec, dt and the agreed slot size).
-  size_t pieceElems(const Codec& c, cocclDataType_t dt) const {
-    const size_t g = c.blockElems();
-    const size_t limit = (size_t{1} << 40) / g;
-    size_t lo = 1;  // encodedBytes(lo g) fits (or lo = 1), encodedBytes(hi g) does not
-    while (lo < limit && c.encodedBytes(2 * lo * g, dt) <= slotBytes) lo *= 2;
-    size_t hi = 2 * lo;
-    while (lo + 1 < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      (c.encodedBytes(mid * g, dt) <= slotBytes ? lo : hi) = mid;
-    }
-    // ReduceScatter's fp32 accumulator holds slotBytes elements (codecs under 1 byte per
-    // element would fit more).
-    return std::min(lo, std::max<size_t>(1, slotBytes / g)) * g;
-  }
-  // Device workspace of the codec's operations on one piece (plug-ins may ask for some; the
-  // built-ins need none). Grows, never during a stream capture.
-  void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
-    const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
-    if (need <= wsBytes) return need ? ws : nullptr;
-    COCCL_CHECK_USAGE(!capturing(s),
-                      "codec %s needs %zu bytes of device workspace: run the collective once "
-                      "outside the CUDA graph capture first", c.name(), need);
-    COCCL_CUDA_CHECK(cudaDeviceSynchronize());
-    if (ws) COCCL_CUDA_CHECK(cudaFree(ws));
-    ws = nullptr;
-    wsBytes = 0;
-    COCCL_CUDA_CHECK(cudaMalloc(&ws, need));
-    wsBytes = need;
-    return ws;
-  }
-  void allReduce(const CollRequest& r, CollStats& stats);
-  void reduceScatter(const CollRequest& r, CollStats& stats);
-  void allGather(const CollRequest& r, CollStats& stats);
-
-  cudaStream_t user(cocclStream_t s) const { return reinterpret_cast<cudaStream_t>(s); }
-  // `to` waits for everything issued so far on `from` (event of stage boundary `b`, set k).
-  void link(cudaStream_t from, cudaStream_t to, int b, size_t k) {
-    cudaEvent_t e = ev[b][k % kSets];
-    COCCL_CUDA_CHECK(cudaEventRecord(e, from));
-    COCCL_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
-  }
-
-  // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file).
-  void run3(size_t K, cudaStream_t s, const std::function<void(size_t)>& a,
-            const std::function<void(size_t)>& x, const std::function<void(size_t)>& b) {
-    auto first = [&](size_t k) {
-      a(k);
-      link(s, side, 0, k);
-      x(k);
-      COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));  // S waits for it before b(k)
-    };
-    first(0);
-    for (size_t k = 0; k < K; ++k) {
-      if (k + 1 < K) first(k + 1);
-      COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
-      b(k);
-    }
-  }
-
-  // Five stages of the two-shot AllReduce.
-  void run5(size_t K, cudaStream_t s, const std::function<void(size_t)>& enc,
-            const std::function<void(size_t)>& x1, const std::function<void(size_t)>& red,
-            const std::function<void(size_t)>& x2, const std::function<void(size_t)>& dec) {
-    auto first = [&](size_t k) {
-      enc(k);
-      link(s, side, 0, k);
-      x1(k);
-      COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));
-    };
-    first(0);
-    for (size_t k = 0; k < K; ++k) {
-      if (k + 1 < K) first(k + 1);
-      COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
-      red(k);
-      link(s, side, 2, k);
-      x2(k);
-      COCCL_CUDA_CHECK(cudaEventRecord(ev[3][k % kSets], side));
-      if (k > 0) {
-        COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(k - 1) % kSets], 0));
-        dec(k - 1);
-      }
-    }
-    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(K - 1) % kSets], 0));
-    dec(K - 1);
   }
 };
 
@@ -217,7 +68,6 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
                                                   std::string* why) {
   std::unique_ptr<NcclExecutor> x(new NcclExecutor(c, device));
   Impl& m = *x->impl_;
-  m.exactOnly = exactOnly;
   DeviceGuard g(device);
   m.tr = std::make_unique<NcclComm>(c.bootstrap());  // agrees across ranks itself
   if (!m.tr->usable()) {
@@ -226,22 +76,11 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     return nullptr;
   }
   m.slotBytes = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
-  const size_t slots = kSets * (3 * static_cast<size_t>(m.p) + 1);
+  m.mover = std::make_unique<NcclMover>(*m.tr);
   std::string failure;
   try {
-    if (!exactOnly) {
-      void* st = nullptr;
-      COCCL_CUDA_CHECK(cudaMalloc(&st, slots * m.slotBytes));
-      m.staging = static_cast<char*>(st);
-      void* a = nullptr;
-      COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * m.slotBytes));
-      m.acc = static_cast<float*>(a);
-    }
-    COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
-    for (auto& row : m.ev)
-      for (cudaEvent_t& e : row)
-        COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
+    if (!exactOnly)
+      m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl");
   } catch (const Error& e) {
     failure = e.what();
   }
@@ -252,6 +91,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     reason = agreeValues(c.bootstrap(), {{"COCCL_CHUNK_BYTES", m.slotBytes}});
   if (!reason.empty()) {
     *why = "NCCL executor: " + reason;
+    m.staged.reset();
     m.tr.reset();  // ncclCommDestroy now; nothing to quiesce in ~NcclExecutor
     return nullptr;
   }
@@ -261,14 +101,13 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   else
     COCCL_INFO(kLogInit | kLogCuda,
                "NCCL executor on: NCCL %d, device %d, %zu-byte slots (%zu KiB staging)",
-               m.tr->version(), device, m.slotBytes,
-               (slots * m.slotBytes + 4 * m.slotBytes) >> 10);
+               m.tr->version(), device, m.slotBytes, m.staged->stagingBytes() >> 10);
   return x;
 }
 
 NcclExecutor::~NcclExecutor() {
   Impl& m = *impl_;
-  if (m.tr && m.side && asyncError() == cocclSuccess) {
+  if (m.tr && m.staged && asyncError() == cocclSuccess) {
     try {
       quiesce();
     } catch (const std::exception& e) {
@@ -276,7 +115,7 @@ NcclExecutor::~NcclExecutor() {
       m.tr->abort();
     }
   }
-  // ~Impl frees the events, the NCCL communicator, the stream and the staging, in that order.
+  // ~Impl frees the staging, then the NCCL communicator.
 }
 
 int NcclExecutor::cudaDevice() const { return impl_->device; }
@@ -285,12 +124,13 @@ bool NcclExecutor::supports(const CollRequest& r) const {
   if (r.mem != MemKind::Device) return false;
   const Impl& m = *impl_;
   // Send/Recv move bytes only: every type. The exact collectives: not the fp8 types.
-  if (m.exactOnly)
-    return !r.codec && (r.isP2P() || (r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2));
-  if (!r.codec) return true;
-  const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
-  return codecOnDevice(r.codec) && r.codec->blockElems() <= m.slotBytes &&
-         !(reduces && m.p > kernels::kMaxReduceInputs);
+  if (!r.codec) {
+    if (m.staged) return true;  // the executor of every device operation
+    // Exact-only beside CUDA IPC: Send/Recv move bytes (every type); the collectives not of an
+    // fp8 type (NCCL has those from 2.24 on sm_90 only; coccl's kernels everywhere).
+    return r.isP2P() || (r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2);
+  }
+  return m.staged && m.staged->supports(r);
 }
 
 cocclResult_t NcclExecutor::asyncError() const {
@@ -307,8 +147,8 @@ void NcclExecutor::quiesce() {
   DeviceGuard g(m.device);
   const int64_t tms = std::max<int64_t>(m.comm.config().timeoutMs, 1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(tms);
-  for (;;) {
-    cudaError_t q = cudaStreamQuery(m.side);
+  while (m.staged) {
+    cudaError_t q = cudaStreamQuery(m.staged->sideStream());
     if (q == cudaSuccess) break;
     if (q != cudaErrorNotReady) COCCL_CUDA_CHECK(q);
     cocclResult_t e = m.tr->asyncError();
@@ -323,223 +163,30 @@ void NcclExecutor::quiesce() {
   COCCL_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// ---- collectives ------------------------------------------------------------------------------
-
-void NcclExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
-  Impl& m = *this;
-  const void* in = r.in;
-  void* out = r.out;
-  const size_t count = r.count;
-  const cocclDataType_t dt = r.dt;
-  const cocclRedOp_t op = r.op;
-  const Codec* codec = r.codec;
-  const cocclStream_t stream = r.stream;
-  const int p = m.p, me = m.me;
-  const size_t es = dtypeSize(dt);
-  DeviceGuard g(m.device);
-  if (!codec) {  // NCCL's ring: 2 (p-1)/p of the message
-    stats.wireBytesSent = count * es * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p);
-    stats.algorithm = "nccl";
-    m.tr->allReduce(in, out, count, dt, op, stream);
-    return;
-  }
-  const std::vector<Range> sh = balancedShards(count, p, codec->blockElems());
-  size_t longest = 0;
-  for (int j = 0; j < p; ++j) longest = std::max(longest, sh[j].count);
-  stats.wireBytesSent =
-      twoShotWireBytes(sh, me, [&](size_t n) { return codec->encodedBytes(n, dt); });
-  stats.algorithm = "two-shot/nccl";
-  const size_t piece = m.pieceElems(*codec, dt);
-  const size_t K = numChunks(longest, piece);
-  if (K == 0) return;
-  const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
-  auto n = [&](int j, size_t k) {
-    const size_t c = sh[j].count;
-    return k * piece >= c ? size_t{0} : std::min(piece, c - k * piece);
-  };
-  auto at = [&](const void* base, int j, size_t k) {
-    return static_cast<char*>(const_cast<void*>(base)) + (sh[j].begin + k * piece) * es;
-  };
-  auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  cudaStream_t s = m.user(stream);
-  void* ws = m.workspace(*codec, dt, piece, s);
-  m.pipeline(s, [&] {
-    m.run5(
-        K, s,
-        [&](size_t k) {  // enc: the pieces of the other owners' shards
-          for (int j = 0; j < p; ++j)
-            if (j != me && n(j, k))
-              codec->deviceEncode(at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), ws, s);
-        },
-        [&](size_t k) {  // x1: to each owner its piece; from each peer mine
-          m.tr->group([&] {
-            for (int j = 0; j < p; ++j) {
-              if (j == me) continue;
-              if (n(j, k)) m.tr->send(m.slot(k, kSend, j), pb(n(j, k)), j, m.side);
-              if (n(me, k)) m.tr->recv(m.slot(k, kRecv, j), pb(n(me, k)), j, m.side);
-            }
-          });
-        },
-        [&](size_t k) {  // red: decode p-1 payloads + my raw piece, sum, encode once, decode mine
-          if (!n(me, k)) return;
-          std::vector<const void*>& ins = m.ins;
-          for (int j = 0; j < p; ++j)
-            ins[static_cast<size_t>(j)] = j == me ? nullptr : m.slot(k, kRecv, j);
-          codec->deviceDecodeReduceEncode(ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
-                                          m.slot(k, kRed, 0), at(out, me, k), ws, s);
-        },
-        [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
-          m.tr->group([&] {
-            for (int j = 0; j < p; ++j) {
-              if (j == me) continue;
-              if (n(me, k)) m.tr->send(m.slot(k, kRed, 0), pb(n(me, k)), j, m.side);
-              if (n(j, k)) m.tr->recv(m.slot(k, kGath, j), pb(n(j, k)), j, m.side);
-            }
-          });
-        },
-        [&](size_t k) {  // dec: the other owners' reduced pieces
-          for (int j = 0; j < p; ++j)
-            if (j != me && n(j, k))
-              codec->deviceDecode(m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), ws, s);
-        });
-  });
-}
-
-void NcclExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
-  Impl& m = *this;
-  const void* in = r.in;
-  void* out = r.out;
-  const size_t recvcount = r.count;
-  const cocclDataType_t dt = r.dt;
-  const cocclRedOp_t op = r.op;
-  const Codec* codec = r.codec;
-  const cocclStream_t stream = r.stream;
-  const int p = m.p, me = m.me;
-  const size_t es = dtypeSize(dt);
-  DeviceGuard g(m.device);
-  if (!codec) {
-    stats.wireBytesSent = directWireBytes(recvcount * es, p);
-    stats.algorithm = "nccl";
-    m.tr->reduceScatter(in, out, recvcount, dt, op, stream);
-    return;
-  }
-  stats.wireBytesSent = directWireBytes(codec->encodedBytes(recvcount, dt), p);
-  stats.algorithm = "direct/nccl";
-  const size_t piece = m.pieceElems(*codec, dt);
-  const size_t K = numChunks(recvcount, piece);
-  if (K == 0) return;
-  const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
-  auto n = [&](size_t k) { return std::min(piece, recvcount - k * piece); };
-  auto at = [&](const void* base, int j, size_t k) {
-    return static_cast<char*>(const_cast<void*>(base)) +
-           (static_cast<size_t>(j) * recvcount + k * piece) * es;
-  };
-  auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  const CodecDesc raw{};  // the None codec: decodeAccumulate of raw elements of dt
-  cudaStream_t s = m.user(stream);
-  void* ws = m.workspace(*codec, dt, piece, s);
-  m.pipeline(s, [&] {
-    m.run3(
-        K, s,
-        [&](size_t k) {
-          for (int j = 0; j < p; ++j)
-            if (j != me) codec->deviceEncode(at(in, j, k), dt, n(k), m.slot(k, kSend, j), ws, s);
-        },
-        [&](size_t k) {
-          m.tr->group([&] {
-            for (int j = 0; j < p; ++j) {
-              if (j == me) continue;
-              m.tr->send(m.slot(k, kSend, j), pb(n(k)), j, m.side);
-              m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
-            }
-          });
-        },
-        [&](size_t k) {  // the host's order: ranks 0..p-1, my raw piece in my place, in fp32
-          COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
-          std::vector<const void*>& ins = m.ins;
-          for (int j = 0; j < p; ++j)
-            ins[static_cast<size_t>(j)] = j == me ? at(in, me, k) : m.slot(k, kRecv, j);
-          if (me > 0) codec->deviceDecodeAccumulate(ins.data(), me, n(k), dt, m.acc, ws, s);
-          kernels::decodeAccumulate(raw, ins.data() + me, 1, n(k), dt, m.acc, s);
-          if (me + 1 < p)
-            codec->deviceDecodeAccumulate(ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, ws, s);
-          launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(out) + k * piece * es,
-                             stream);
-        });
-  });
-}
-
-void NcclExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
-  Impl& m = *this;
-  const void* in = r.in;
-  void* out = r.out;
-  const size_t sendcount = r.count;
-  const cocclDataType_t dt = r.dt;
-  const Codec* codec = r.codec;
-  const cocclStream_t stream = r.stream;
-  const int p = m.p, me = m.me;
-  const size_t es = dtypeSize(dt);
-  DeviceGuard g(m.device);
-  if (!codec) {
-    stats.wireBytesSent = directWireBytes(sendcount * es, p);
-    stats.algorithm = "nccl";
-    m.tr->allGather(in, out, sendcount, dt, stream);
-    return;
-  }
-  stats.wireBytesSent = directWireBytes(codec->encodedBytes(sendcount, dt), p);
-  stats.algorithm = "direct/nccl";
-  const size_t piece = m.pieceElems(*codec, dt);
-  const size_t K = numChunks(sendcount, piece);
-  if (K == 0) return;
-  auto n = [&](size_t k) { return std::min(piece, sendcount - k * piece); };
-  auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  cudaStream_t s = m.user(stream);
-  void* ws = m.workspace(*codec, dt, piece, s);
-  m.pipeline(s, [&] {
-    m.run3(
-        K, s,
-        [&](size_t k) {  // encode my piece once
-          codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k),
-                              m.slot(k, kSend, me), ws, s);
-        },
-        [&](size_t k) {
-          m.tr->group([&] {
-            for (int j = 0; j < p; ++j) {
-              if (j == me) continue;
-              m.tr->send(m.slot(k, kSend, me), pb(n(k)), j, m.side);
-              m.tr->recv(m.slot(k, kRecv, j), pb(n(k)), j, m.side);
-            }
-          });
-        },
-        [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
-          for (int j = 0; j < p; ++j)
-            codec->deviceDecode(
-                j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
-                static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
-                ws, s);
-        });
-  });
-}
-
 void NcclExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
-  switch (r.coll) {
-    case Coll::AllReduce: return m.allReduce(r, stats);
-    case Coll::ReduceScatter: return m.reduceScatter(r, stats);
-    case Coll::AllGather: return m.allGather(r, stats);
-    default: break;
-  }
-  const size_t bytes = r.count * dtypeSize(r.dt);
-  stats.algorithm = "nccl";
   DeviceGuard g(m.device);
-  if (r.coll == Coll::Broadcast) {
-    stats.wireBytesSent = bytes;
-    m.tr->broadcast(r.in, r.out, r.count, r.dt, r.root, r.stream);
-  } else if (r.coll == Coll::Reduce) {
-    stats.wireBytesSent = m.me == r.root ? 0 : bytes;
-    m.tr->reduce(r.in, r.out, r.count, r.dt, r.op, r.root, r.stream);
-  } else {
-    COCCL_THROW(cocclInternalError, "NCCL executor: Send/Recv go through runP2P");
+  if (r.codec) return m.staged->run(r, stats);
+  const size_t bytes = r.count * dtypeSize(r.dt);
+  const int p = m.p;
+  stats.algorithm = "nccl";
+  switch (r.coll) {
+    case Coll::AllReduce:  // NCCL's ring: 2 (p-1)/p of the message
+      stats.wireBytesSent = bytes * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p);
+      return m.tr->allReduce(r.in, r.out, r.count, r.dt, r.op, r.stream);
+    case Coll::ReduceScatter:
+      stats.wireBytesSent = directWireBytes(bytes, p);
+      return m.tr->reduceScatter(r.in, r.out, r.count, r.dt, r.op, r.stream);
+    case Coll::AllGather:
+      stats.wireBytesSent = directWireBytes(bytes, p);
+      return m.tr->allGather(r.in, r.out, r.count, r.dt, r.stream);
+    case Coll::Broadcast:
+      stats.wireBytesSent = bytes;
+      return m.tr->broadcast(r.in, r.out, r.count, r.dt, r.root, r.stream);
+    case Coll::Reduce:
+      stats.wireBytesSent = m.me == r.root ? 0 : bytes;
+      return m.tr->reduce(r.in, r.out, r.count, r.dt, r.op, r.root, r.stream);
+    default: COCCL_THROW(cocclInternalError, "NCCL executor: Send/Recv go through runP2P");
   }
 }
 

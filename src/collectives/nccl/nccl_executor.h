@@ -3,14 +3,11 @@
 // IPC cannot reach (other hosts) or is not wanted (COCCL_DEVICE_TRANSPORT=nccl); or, made
 // exact-only, beside the CUDA IPC executor for the uncompressed operations (COCCL_DEVICE_EXACT).
 //
-// Compressed AllReduce (two-shot), ReduceScatter and AllGather run coccl's algorithm with the
-// CUDA codec kernels (src/kernels/device_codec.h) and move the encoded chunks with grouped
-// ncclSend/ncclRecv, so the results are bit for bit those of the host path and of the CUDA IPC
-// path (same shards, same codec bytes, same reduction order). A message is cut into pieces of
-// at most COCCL_CHUNK_BYTES of payload per shard; piece k+1 is encoded on the caller's stream
-// while piece k's transfer runs on an internal stream (two staging sets, ordered by events, so
-// the call stays stream-ordered and CUDA-graph capturable). Uncompressed collectives and
-// Send/Recv are NCCL's own.
+// Compressed AllReduce (two-shot), ReduceScatter and AllGather run the staged codec pipeline
+// (collectives/staged/staged_codec.h: the codec's device operations, built-in or plug-in, with
+// grouped ncclSend/ncclRecv moving the encoded pieces of COCCL_CHUNK_BYTES), bit for bit the
+// results of the host path and of the CUDA IPC path. Uncompressed collectives and Send/Recv
+// are NCCL's own.
 #pragma once
 
 #include <memory>
@@ -51,10 +48,5 @@ class NcclExecutor final : public Executor {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// fp32 accumulator -> output of type dt, after acc *= scale when scale != 1 (the host's
-// scaleFloats + convertFromFloat, bit for bit). Enqueued on `stream`. nccl_finish.cu.
-void launchFinishReduce(const float* acc, size_t count, float scale, cocclDataType_t dt,
-                        void* out, cocclStream_t stream);
 
 }  // namespace coccl

@@ -1,11 +1,11 @@
-// The last step of a compressed ReduceScatter over the NCCL transport: the fp32 sum, scaled for
+// The last step of a staged compressed ReduceScatter (staged_codec.h): the fp32 sum, scaled for
 // AVG, converted to the output type exactly as the host path does (src/collectives/host/wire.cc
 // finish: scaleFloats, then convertFromFloat).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
-#include "collectives/nccl/nccl_executor.h"
+#include "collectives/staged/staged_codec.h"
 #include "core/error.h"
 #include "kernels/float_convert.h"
 

@@ -1,0 +1,72 @@
+// The staged codec pipeline: compressed AllReduce (two-shot), ReduceScatter and AllGather on
+// device buffers for any codec with device operations (Codec::device*: the built-ins' fused
+// kernels, or a plug-in's launchers, include/coccl_codec.h), moving the encoded pieces with a
+// transport's grouped point-to-point bytes (ByteMover). The NCCL executor runs its compressed
+// collectives on it (mover: ncclSend/ncclRecv); the CUDA IPC executor runs plug-in codecs on it
+// (mover: its P2P kernel), keeping its own fused kernels for the built-ins.
+//
+// Results are bit for bit those of the host path (same shards, codec bytes, reduction order).
+// A message is processed in pieces of at most slotBytes of payload per shard; piece k+1 is
+// encoded on the caller's stream while piece k moves on the internal stream (two staging sets,
+// ordered by events: stream-ordered and CUDA-graph capturable). The pipeline is written down
+// at the top of staged_codec.cc.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "coccl.h"
+#include "collectives/request.h"
+#include "collectives/stats.h"
+
+namespace coccl {
+
+// One grouped exchange of raw device bytes with peers: every rank posts the matching group.
+class ByteMover {
+ public:
+  struct Xfer {
+    void* buf;     // send: source, recv: destination (device memory)
+    size_t bytes;
+    int peer;
+    bool send;
+  };
+  virtual ~ByteMover() = default;
+  // Enqueues the whole group on `stream`; returns once it is enqueued.
+  virtual void exchange(const std::vector<Xfer>& group, cudaStream_t stream) = 0;
+  // Called when a pipeline fails half-way: peers must get an error instead of waiting forever.
+  virtual void abort() = 0;
+};
+
+class StagedCodec {
+ public:
+  // Allocates the staging (2 sets of 3p+1 slots of slotBytes, an fp32 accumulator of
+  // slotBytes elements), the internal stream and events on the current device. Throws Error.
+  // `algoSuffix` names the transport in CollStats::algorithm ("nccl": "two-shot/nccl").
+  StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& mover, const char* algoSuffix);
+  ~StagedCodec();
+  StagedCodec(const StagedCodec&) = delete;
+  StagedCodec& operator=(const StagedCodec&) = delete;
+
+  // Whether r (a compressed AllReduce / ReduceScatter / AllGather) can run here: its codec has
+  // device operations, a block no larger than a slot, and at most kMaxReduceInputs ranks for
+  // the reductions.
+  bool supports(const CollRequest& r) const;
+  void run(const CollRequest& r, CollStats& stats);
+
+  // Bytes of device memory it holds (staging + accumulator), for the init log.
+  size_t stagingBytes() const;
+  // The internal stream (what quiesce waits for).
+  cudaStream_t sideStream() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// fp32 accumulator -> output of type dt, after acc *= scale when scale != 1 (the host's
+// scaleFloats + convertFromFloat, bit for bit). Enqueued on `stream`. finish.cu.
+void launchFinishReduce(const float* acc, size_t count, float scale, cocclDataType_t dt,
+                        void* out, cocclStream_t stream);
+
+}  // namespace coccl
