@@ -95,6 +95,24 @@ TEST(Broken, QuantizedOwnerInputFailsDecodeReduceEncode) {
   expectVerdicts(c, "decode_reduce_encode", others);
 }
 
+// non_finite holds a codec to COCCL_CODEC_CAP_NONFINITE only when it declares it.
+TEST(Broken, LostNanFailsNonFiniteWhenDeclared) {
+  NanDroppingCodec c(makeCodec("int8"), true);
+  ASSERT_NE(c.capabilities() & COCCL_CODEC_CAP_NONFINITE, 0u);
+  const check::CheckResult r = check::checkNonFinite(c, quick());
+  EXPECT_FALSE(r.pass) << r.numbers;
+  EXPECT_NE(r.detail.find("NaN lost"), std::string::npos) << r.detail;
+}
+
+TEST(Battery, NonFiniteUndeclaredChecksMemorySafetyOnly) {
+  NanDroppingCodec c(makeCodec("int8"), false);
+  const check::CheckResult r = check::checkNonFinite(c, quick());
+  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_NE(r.numbers.find("not declared"), std::string::npos) << r.numbers;
+  OverrunCodec o(makeCodec("int8"));  // guards still count without the capability
+  EXPECT_FALSE(check::checkNonFinite(o, quick()).pass);
+}
+
 // An empty manifest directory: the real-data row fails rather than passing silently.
 TEST(Battery, MissingManifestFails) {
   CodecPtr c = makeCodec("int8");
