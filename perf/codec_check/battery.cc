@@ -348,6 +348,7 @@ std::vector<CheckResult> runBattery(const Codec& c, const Options& opt) {
   guarded("non_finite", [&] { out.push_back(checkNonFinite(c, opt)); });
   guarded("decode_reduce_encode", [&] { out.push_back(checkDecodeReduceEncode(c, opt)); });
   guarded("random_payloads", [&] { out.push_back(checkRandomPayloads(c, opt)); });
+  guarded("bounded_reads", [&] { out.push_back(checkBoundedReads(c, opt)); });
   return out;
 }
 

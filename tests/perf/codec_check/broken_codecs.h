@@ -111,6 +111,20 @@ class QuantizedSelfCodec : public ForwardingCodec {
   }
 };
 
+// decode reads one payload byte past encodedBytes (a payload-size off-by-one on the read side).
+class OverreadCodec : public ForwardingCodec {
+ public:
+  using ForwardingCodec::ForwardingCodec;
+  void decode(const void* in, size_t count, cocclDataType_t dt, void* out) const override {
+    const volatile uint8_t* p = static_cast<const uint8_t*>(in);
+    sink_ = p[in_->encodedBytes(count, dt)];
+    in_->decode(in, count, dt, out);
+  }
+
+ private:
+  mutable volatile uint8_t sink_ = 0;
+};
+
 // decode turns every NaN into 0 (a lossy codec that forgets non-finite values). With
 // `declareNonFinite` it keeps the inner codec's COCCL_CODEC_CAP_NONFINITE (a false claim, which
 // non_finite must catch), else it drops the bit (then non_finite only checks memory safety).

@@ -12,6 +12,7 @@
  *   TC_SYMBOL_V2           export cocclCodecPlugin_v2 instead of cocclCodecPlugin_v1
  *   TC_CREATE_FAILS        create() always fails with a message
  *   TC_OVERFLOW            encode writes one byte past encodedBytes
+ *   TC_OVERREAD            decode reads one byte past encodedBytes
  *   TC_NONDET              encode's scale bytes depend on a process-wide call counter
  */
 #include <math.h>
@@ -152,6 +153,12 @@ static int tc_decode(const void* inst, const void* in, size_t count, int dtype, 
   const unsigned char* p = (const unsigned char*)in;
   float* y = (float*)out;
   const size_t b = tc_block(inst);
+#ifdef TC_OVERREAD
+  if (count > 0) {
+    volatile unsigned char sink = p[tc_encoded_bytes(inst, count, dtype)];
+    (void)sink;
+  }
+#endif
   for (size_t base = 0; base < count; base += b) {
     const size_t n = count - base < b ? count - base : b;
     for (size_t i = 0; i < n; ++i) y[base + i] = tc_value(p, i);
