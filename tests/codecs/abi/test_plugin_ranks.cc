@@ -85,6 +85,28 @@ TEST(CodecPluginRanks, SamePluginOnEveryRankInitsAndReduces) {
       opts);
 }
 
+// A bare name through libcoccl.so: found in the coccl/ subfolder of libcoccl.so's folder.
+TEST(CodecPluginRanks, BareNameBesideLibcocclLoadsOnEveryRank) {
+  RunOptions opts;
+  opts.config = configWithTimeout(30000);
+  opts.harnessTimeoutS = 120;
+  runProcessRanks(
+      2, [](int) { setenv("COCCL_CODEC_PLUGIN", "besidelib", 1); },
+      [](Rank& r) {
+        cocclCodec_t c = nullptr;
+        ASSERT_EQ(cocclCodecCreate("besidelib", &c), cocclSuccess) << cocclGetLastError(nullptr);
+        EXPECT_STREQ(cocclCodecName(c), "besidelib:block=16");
+        std::vector<float> v(100, 2.0f);
+        ASSERT_EQ(cocclAllReduceCodec(v.data(), v.data(), v.size(), cocclFloat32, cocclSum, c, r.comm,
+                                      nullptr),
+                  cocclSuccess)
+            << cocclGetLastError(r.comm);
+        for (float x : v) ASSERT_NEAR(x, 4.0f, 4.0f / 127.0f * 2);
+        EXPECT_EQ(cocclCodecDestroy(c), cocclSuccess);
+      },
+      opts);
+}
+
 // Per block of 16: the sum of the ranks' largest magnitudes (every quantisation error in a
 // p-rank reduction, two-shot or ring, is at most half a step of a value no larger).
 TEST(CodecPluginRanks, GoodAllReduceFourThreadRanksIdenticalWithinBound) {
