@@ -148,6 +148,10 @@ CheckResult checkBytesWritten(const Codec& c, const Options& opt) {
         t.guards(dec, at + ": decode output");
         bodies[0][f] = pay.body();
         bodies[1][f] = dec.body();
+        Guarded acc(n * 4, flip);
+        std::memset(acc.data(), 0, n * 4);
+        c.decodeAccumulate(pay.data(), n, dt, acc.floats());
+        t.guards(acc, at + ": decodeAccumulate accumulator");
         OwnerCase oc = makeOwnerCase(c, 3, dt, n, opt.seed + 7 * n);
         std::vector<const void*> ins = insPointers(oc, 1);
         Guarded out(eb, flip), outDec(n * typeSize(dt), flip), scratch(n * 4, flip);
@@ -158,7 +162,7 @@ CheckResult checkBytesWritten(const Codec& c, const Options& opt) {
         t.guards(scratch, at + ": decodeReduceEncode scratch");
         bodies[2][f] = out.body();
         bodies[3][f] = outDec.body();
-        t.calls += 3;
+        t.calls += 4;
       }
       static const char* kWhat[4] = {"encode payload", "decode output", "decodeReduceEncode payload",
                                      "decodeReduceEncode decoded output"};
@@ -344,6 +348,7 @@ std::vector<CheckResult> runBattery(const Codec& c, const Options& opt) {
   guarded("non_finite", [&] { out.push_back(checkNonFinite(c, opt)); });
   guarded("decode_reduce_encode", [&] { out.push_back(checkDecodeReduceEncode(c, opt)); });
   guarded("random_payloads", [&] { out.push_back(checkRandomPayloads(c, opt)); });
+  guarded("bounded_reads", [&] { out.push_back(checkBoundedReads(c, opt)); });
   return out;
 }
 

@@ -44,6 +44,7 @@ CheckResult checkPartialBlocks(const Codec& c, const Options& opt);
 CheckResult checkNonFinite(const Codec& c, const Options& opt);
 CheckResult checkDecodeReduceEncode(const Codec& c, const Options& opt);
 CheckResult checkRandomPayloads(const Codec& c, const Options& opt);
+CheckResult checkBoundedReads(const Codec& c, const Options& opt);  // battery_reads.cc
 CheckResult checkRealData(const Codec& c, const Options& opt);  // only with opt.manifest
 
 }  // namespace check

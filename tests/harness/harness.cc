@@ -17,7 +17,13 @@ void runOne(int rank, int n, const cocclUniqueId& id, const RunOptions& opts,
   Rank r{rank, n, nullptr};
   cocclConfig_t cfg = opts.config;
   cocclResult_t res = cocclCommInitRankConfig(&r.comm, n, id, rank, &cfg);
-  ASSERT_EQ(res, cocclSuccess) << "rank " << rank << ": " << cocclGetLastError(nullptr);
+  if (opts.initCheck) {
+    const char* e = cocclGetLastError(res == cocclSuccess ? r.comm : nullptr);
+    opts.initCheck(rank, res, e ? e : "");
+    if (res != cocclSuccess) return;
+  } else {
+    ASSERT_EQ(res, cocclSuccess) << "rank " << rank << ": " << cocclGetLastError(nullptr);
+  }
   body(r);
   if (opts.destroyComm && r.comm) {
     EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);

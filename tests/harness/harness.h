@@ -29,6 +29,9 @@ struct RunOptions {
   bool destroyComm = true;      // the harness destroys the comm after the body
   int harnessTimeoutS = 240;    // kill everything after this long (processes)
   std::vector<int> expectKilled;  // ranks expected to die by a signal (processes)
+  // When set, init's result and cocclGetLastError text go here instead of a success assertion,
+  // and the body runs only if init succeeded (tests of init failures).
+  std::function<void(int rank, cocclResult_t res, const std::string& lastError)> initCheck;
 };
 
 // Runs body(rank) on n ranks. Failures inside the body are gtest failures.

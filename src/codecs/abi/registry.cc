@@ -126,6 +126,7 @@ CodecPtr makeCodec(const std::string& spec) {
   codec_detail::ParsedSpec parsed = codec_detail::parseSpec(spec);
   const cocclCodecPlugin_v1_t* desc = nullptr;
   std::shared_ptr<void> library;
+  std::string source;
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
@@ -133,6 +134,7 @@ CodecPtr makeCodec(const std::string& spec) {
       if (parsed.name == x.entry.desc->name) {
         desc = x.entry.desc;
         library = x.library;
+        source = x.entry.source;
       }
   }
   if (!desc)
@@ -147,7 +149,8 @@ CodecPtr makeCodec(const std::string& spec) {
   if (rc != COCCL_CODEC_OK) {
     err[sizeof(err) - 1] = '\0';
     if (library)  // a plug-in's own words, prefixed; the built-ins' messages name the spec
-      COCCL_THROW(cocclInvalidArgument, "codec spec '%s': %s", codec_detail::quoted(spec).c_str(),
+      COCCL_THROW(cocclInvalidArgument, "codec spec '%s' (plug-in %s): %s",
+                  codec_detail::quoted(spec).c_str(), source.c_str(),
                   err[0] ? err : "the plug-in's create() failed without a message");
     COCCL_THROW(cocclInvalidArgument, "%s", err);
   }

@@ -45,6 +45,7 @@ class ForwardingCodec : public Codec {
   double elementErrorBound(double rms, double absMax) const override {
     return in_->elementErrorBound(rms, absMax);
   }
+  uint32_t capabilities() const override { return in_->capabilities(); }
 
  protected:
   CodecPtr in_;
@@ -108,6 +109,43 @@ class QuantizedSelfCodec : public ForwardingCodec {
     in_->decode(pay.data(), count, dt, q.data());
     in_->decodeReduceEncode(ins, p, self, q.data(), dt, count, scale, out, scratch, decoded);
   }
+};
+
+// decode reads one payload byte past encodedBytes (a payload-size off-by-one on the read side).
+class OverreadCodec : public ForwardingCodec {
+ public:
+  using ForwardingCodec::ForwardingCodec;
+  void decode(const void* in, size_t count, cocclDataType_t dt, void* out) const override {
+    const volatile uint8_t* p = static_cast<const uint8_t*>(in);
+    sink_ = p[in_->encodedBytes(count, dt)];
+    in_->decode(in, count, dt, out);
+  }
+
+ private:
+  mutable volatile uint8_t sink_ = 0;
+};
+
+// decode turns every NaN into 0 (a lossy codec that forgets non-finite values). With
+// `declareNonFinite` it keeps the inner codec's COCCL_CODEC_CAP_NONFINITE (a false claim, which
+// non_finite must catch), else it drops the bit (then non_finite only checks memory safety).
+class NanDroppingCodec : public ForwardingCodec {
+ public:
+  NanDroppingCodec(CodecPtr inner, bool declareNonFinite)
+      : ForwardingCodec(std::move(inner)), declare_(declareNonFinite) {}
+  void decode(const void* in, size_t count, cocclDataType_t dt, void* out) const override {
+    in_->decode(in, count, dt, out);
+    if (dt != cocclFloat32) return;
+    float* y = static_cast<float*>(out);
+    for (size_t i = 0; i < count; ++i)
+      if (y[i] != y[i]) y[i] = 0.0f;
+  }
+  uint32_t capabilities() const override {
+    const uint32_t c = in_->capabilities();
+    return declare_ ? c : (c & ~static_cast<uint32_t>(COCCL_CODEC_CAP_NONFINITE));
+  }
+
+ private:
+  bool declare_;
 };
 
 }  // namespace test

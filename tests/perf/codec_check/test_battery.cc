@@ -34,7 +34,8 @@ TEST_P(BuiltIn, PassesTheBattery) {
   const std::vector<check::CheckResult> rs = check::runBattery(*c, quick());
   EXPECT_TRUE(check::allPassed(rs)) << check::formatTable(*c, rs);
   for (const char* name : {"bytes_written", "determinism", "roundtrip normal", "roundtrip tiny_blocks",
-                           "partial_blocks", "non_finite", "decode_reduce_encode", "random_payloads"})
+                           "partial_blocks", "non_finite", "decode_reduce_encode", "random_payloads",
+                           "bounded_reads"})
     EXPECT_NE(find(rs, name), nullptr) << name;
 }
 
@@ -93,6 +94,31 @@ TEST(Broken, QuantizedOwnerInputFailsDecodeReduceEncode) {
   std::vector<std::string> others = {"bytes_written", "determinism", "partial_blocks",
                                      "non_finite", "random_payloads"};
   expectVerdicts(c, "decode_reduce_encode", others);
+}
+
+TEST(Broken, ReadPastThePayloadFailsBoundedReads) {
+  OverreadCodec c(makeCodec("int8"));
+  expectVerdicts(c, "bounded_reads", {"bytes_written", "determinism", "decode_reduce_encode"});
+  const check::CheckResult r = check::checkBoundedReads(c, quick());
+  EXPECT_NE(r.detail.find("decode (payload): read past the end"), std::string::npos) << r.detail;
+}
+
+// non_finite holds a codec to COCCL_CODEC_CAP_NONFINITE only when it declares it.
+TEST(Broken, LostNanFailsNonFiniteWhenDeclared) {
+  NanDroppingCodec c(makeCodec("int8"), true);
+  ASSERT_NE(c.capabilities() & COCCL_CODEC_CAP_NONFINITE, 0u);
+  const check::CheckResult r = check::checkNonFinite(c, quick());
+  EXPECT_FALSE(r.pass) << r.numbers;
+  EXPECT_NE(r.detail.find("NaN lost"), std::string::npos) << r.detail;
+}
+
+TEST(Battery, NonFiniteUndeclaredChecksMemorySafetyOnly) {
+  NanDroppingCodec c(makeCodec("int8"), false);
+  const check::CheckResult r = check::checkNonFinite(c, quick());
+  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_NE(r.numbers.find("not declared"), std::string::npos) << r.numbers;
+  OverrunCodec o(makeCodec("int8"));  // guards still count without the capability
+  EXPECT_FALSE(check::checkNonFinite(o, quick()).pass);
 }
 
 // An empty manifest directory: the real-data row fails rather than passing silently.
