@@ -7,7 +7,7 @@
 
 namespace coccl {
 namespace {
-constexpr size_t kWhy = 200;
+constexpr size_t kWhy = 400;
 constexpr size_t kMaxValues = 16;
 
 struct Vote {

@@ -15,7 +15,7 @@ namespace coccl {
 
 // Collective over `bs`. Each rank passes "" when it can go on, else why it cannot. Returns ""
 // on every rank when every rank passed "", else on every rank the reason of the lowest failing
-// rank as "rank R: <why>" (why cut to 200 characters). Throws only when the bootstrap fails.
+// rank as "rank R: <why>" (why cut to 400 characters). Throws only when the bootstrap fails.
 std::string agree(Bootstrap& bs, const std::string& failure);
 
 // A named value every rank must hold equally (a configuration the protocol depends on).

@@ -82,6 +82,9 @@ std::string loadCodecPlugin(const std::string& whatIn) {
   COCCL_CHECK_ARG(h != nullptr, "codec plug-in '%s': cannot open it (%s)", what.c_str(),
                   tried.c_str());
   std::shared_ptr<void> lib(h, [](void* p) { dlclose(p); });
+  // "codec plug-in 'foo' (/lib/libcoccl-codec-foo.so)" for a bare name, the path once for a path.
+  const std::string who = what == file ? "codec plug-in " + file
+                                       : "codec plug-in '" + what + "' (" + file + ")";
   for (const Loaded& l : g_loaded)  // the same file under another spelling
     if (l.file == file) return l.name;
   dlerror();
@@ -95,15 +98,13 @@ std::string loadCodecPlugin(const std::string& whatIn) {
       if (dlsym(h, sym.c_str())) found += (found.empty() ? "" : ", ") + sym;
     }
     COCCL_THROW(cocclInvalidArgument,
-                "codec plug-in '%s': %s: no symbol %s (ABI version %u, the one this coccl "
-                "knows)%s%s",
-                what.c_str(), file.c_str(), COCCL_CODEC_PLUGIN_SYMBOL_V1, COCCL_CODEC_ABI_LATEST,
+                "%s: no symbol %s (ABI version %u, the one this coccl knows)%s%s", who.c_str(),
+                COCCL_CODEC_PLUGIN_SYMBOL_V1, COCCL_CODEC_ABI_LATEST,
                 found.empty() ? "" : "; it exports ",
                 found.empty() ? "" : (found + ": built for another ABI version").c_str());
   }
   const std::string bad = validateDescriptor(desc);
-  COCCL_CHECK_ARG(bad.empty(), "codec plug-in '%s': %s: %s", what.c_str(), file.c_str(),
-                  bad.c_str());
+  COCCL_CHECK_ARG(bad.empty(), "%s: %s", who.c_str(), bad.c_str());
   registerCodecLibrary(desc, file, lib);
   COCCL_INFO(kLogInit, "codec plug-in %s: codec '%s' format %u from %s", what.c_str(), desc->name,
              desc->formatVersion, file.c_str());
