@@ -124,13 +124,16 @@ typedef struct {
                           int dtype, float* acc, void* ws);
   /* The two-shot owner step: acc = sum over r = 0..p-1, in this order, the first term
    * assigned, of (r == self ? (float)selfIn : decode(ins[r])); acc *= scale when scale != 1
-   * (1/p for AVG); out = encode(acc as dtype input); if decoded != NULL, decoded[0, count) of
-   * dtype = decode(out) (what every rank outputs). ins[self] is not read; selfIn is the
-   * owner's raw input of dtype (never quantised); 1 <= p <= 64, 0 <= self < p. selfIn may
-   * equal decoded.
+   * (1/p for AVG); out = the payload (of dtype input, count elements) that encodes the fp32
+   * values acc themselves, without rounding them to dtype first (what encode() of acc as fp32
+   * input gives, for a codec whose payload does not depend on the input type); if decoded !=
+   * NULL, decoded[0, count) of dtype = decode(out) (what every rank outputs). ins[self] is not
+   * read; selfIn is the owner's raw input of dtype (never quantised); 1 <= p <= 64,
+   * 0 <= self < p. selfIn may equal decoded.
    * Without CAP_DECODE_REDUCE_ENCODE (NULL here) coccl computes it on the host as: acc in fp32
-   * by the sum above (decodeAccumulate for the payloads), scaled, rounded to dtype, encode()d,
-   * and decoded by decode(). */
+   * by the sum above (decodeAccumulate for the payloads), scaled, then encode() of acc as fp32
+   * input when the codec takes fp32 and its fp32 payload has dtype's size, else of acc rounded
+   * to dtype; decoded by decode(). */
   int (*decodeReduceEncode)(const void* instance, const void* const* ins, int p, int self,
                             const void* selfIn, int dtype, size_t count, float scale, void* out,
                             void* decoded, void* ws);

@@ -243,9 +243,18 @@ if has plugin; then
         done
       done
     done
+    if [ -n "${COCCL_DATA_DIR:-}" ]; then
+      echo "### all_reduce --input (real TP tensors) --mem device -np 2 --codec q8" >> "$PLOG"
+      COCCL_CODEC_PLUGIN=q8 launch 2 all_reduce --input "$COCCL_DATA_DIR/tp_tensors_manifest.json" \
+        --mem device --codec q8 -n 3 -w 1
+      rc=$?
+      log "plugin --input exit $rc"
+      [ $rc -ne 0 ] && status=1
+      grep -E "relL2 over|Result" "$PLOG" | tail -2 | tee -a "$SUMMARY"
+    fi
     unset PERF_LOG
     PERF=$SAVED_PERF
-    grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)" "$PLOG" | head -80 >> "$SUMMARY"
+    grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)|Identical|wrong" "$PLOG" | head -100 >> "$SUMMARY"
   else
     log "plugin: building examples/codec_plugin FAILED (plugin.log)"
     tail -20 "$PLOG"

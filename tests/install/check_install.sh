@@ -66,3 +66,16 @@ if [ -x "$work/prefix/bin/coccl_perf" ]; then
   [ -z "${CHECK_INSTALL_VERBOSE:-}" ] || cat "$out"
   grep -q ' q8' "$out" || { cat "$out" >&2; echo "the rows do not name codec q8" >&2; exit 1; }
 fi
+# The installed conformance checker on the installed plug-in, by bare name (found in
+# <prefix>/lib/coccl/ from <prefix>/bin/) and by path.
+if [ -x "$work/prefix/bin/coccl_codec_check" ]; then
+  for what in q8 "$work/prefix/lib/coccl/libcoccl-codec-q8.so"; do
+    if ! env -u LD_LIBRARY_PATH "$work/prefix/bin/coccl_codec_check" "$what" --quick \
+        > "$work/q8_check.txt" 2>&1; then
+      cat "$work/q8_check.txt" >&2
+      echo "coccl_codec_check $what failed" >&2
+      exit 1
+    fi
+  done
+  grep -q '# 1[0-9] checks, 0 failed' "$work/q8_check.txt" || { cat "$work/q8_check.txt" >&2; exit 1; }
+fi

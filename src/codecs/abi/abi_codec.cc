@@ -169,7 +169,13 @@ void AbiCodec::decodeReduceEncode(const void* const* ins, int p, int self, const
     T* y = reinterpret_cast<T*>(rounded.data());
     for (size_t i = 0; i < count; ++i) y[i] = IO::fromF(scratch[i]);
   });
-  encode(rounded.data(), dt, count, out);
+  // The fp32 sum itself where the payload does not depend on the input type (include/
+  // coccl_codec.h), else the sum rounded to dt.
+  if (dt != cocclFloat32 && supportsType(cocclFloat32) &&
+      encodedBytes(count, cocclFloat32) == encodedBytes(count, dt))
+    encode(scratch, cocclFloat32, count, out);
+  else
+    encode(rounded.data(), dt, count, out);
   if (decoded) decode(out, count, dt, decoded);
 }
 

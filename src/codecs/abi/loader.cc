@@ -12,6 +12,10 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#ifndef COCCL_INSTALL_LIBDIR
+#define COCCL_INSTALL_LIBDIR "lib"  // CMake passes CMAKE_INSTALL_LIBDIR
+#endif
+
 namespace coccl {
 namespace {
 
@@ -55,6 +59,10 @@ std::vector<std::string> pluginCandidates(const std::string& what) {
   if (!dir.empty()) {
     v.push_back(dir + "/" + file);
     v.push_back(dir + "/coccl/" + file);
+    // A tool in <prefix>/bin that links coccl statically (coccl_codec_check): <prefix>/lib/coccl
+    const size_t n = dir.size();
+    if (n >= 4 && dir.compare(n - 4, 4, "/bin") == 0)
+      v.push_back(dir.substr(0, n - 4) + "/" COCCL_INSTALL_LIBDIR "/coccl/" + file);
   }
   v.push_back(file);  // LD_LIBRARY_PATH, the cache, the default folders
   return v;

@@ -17,7 +17,8 @@ void registerCodecLibrary(const cocclCodecPlugin_v1_t* desc, const std::string& 
 
 // The files a bare name `foo` is looked up as, in order: libcoccl-codec-foo.so in the folder of
 // libcoccl.so (or of the executable that linked coccl statically), in its coccl/ subfolder, and
-// the bare file name for the dynamic loader's own search. A path (anything with a '/' or
+// the bare file name for the dynamic loader's own search (plus <prefix>/lib/coccl/ for a tool
+// in <prefix>/bin that links coccl statically). A path (anything with a '/' or
 // ending in ".so") is only itself.
 std::vector<std::string> pluginCandidates(const std::string& pathOrName);
 
