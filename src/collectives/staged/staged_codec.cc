@@ -142,6 +142,19 @@ struct StagedCodec::Impl {
     wsBytes = need;
     return ws;
   }
+  // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
+  // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
+  // skipped (both ends skip the same ones: the sizes follow from the shared shards).
+  template <class From, class SendBytes, class RecvBytes>
+  void exchange(size_t k, From from, SendBytes sendBytes, Slot into, RecvBytes recvBytes) {
+    group.clear();
+    for (int j = 0; j < p; ++j) {
+      if (j == me) continue;
+      if (const size_t b = sendBytes(j)) group.push_back({from(j), b, j, true});
+      if (const size_t b = recvBytes(j)) group.push_back({slot(k, into, j), b, j, false});
+    }
+    mover.exchange(group, side);
+  }
   void allReduce(const CollRequest& r, CollStats& stats);
   void reduceScatter(const CollRequest& r, CollStats& stats);
   void allGather(const CollRequest& r, CollStats& stats);
@@ -287,14 +300,10 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
               codec->deviceEncode(at(in, j, k), dt, n(j, k), m.slot(k, kSend, j), ws, s);
         },
         [&](size_t k) {  // x1: to each owner its piece; from each peer mine
-          std::vector<ByteMover::Xfer>& g = m.group;
-          g.clear();
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            if (n(j, k)) g.push_back({m.slot(k, kSend, j), pb(n(j, k)), j, true});
-            if (n(me, k)) g.push_back({m.slot(k, kRecv, j), pb(n(me, k)), j, false});
-          }
-          m.mover.exchange(g, m.side);
+          m.exchange(
+              k, [&](int j) { return m.slot(k, kSend, j); },
+              [&](int j) { return n(j, k) ? pb(n(j, k)) : 0; }, kRecv,
+              [&](int) { return n(me, k) ? pb(n(me, k)) : 0; });
         },
         [&](size_t k) {  // red: decode p-1 payloads + my raw piece, sum, encode once, decode mine
           if (!n(me, k)) return;
@@ -305,14 +314,10 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
                                           m.slot(k, kRed, 0), at(out, me, k), ws, s);
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
-          std::vector<ByteMover::Xfer>& g = m.group;
-          g.clear();
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            if (n(me, k)) g.push_back({m.slot(k, kRed, 0), pb(n(me, k)), j, true});
-            if (n(j, k)) g.push_back({m.slot(k, kGath, j), pb(n(j, k)), j, false});
-          }
-          m.mover.exchange(g, m.side);
+          m.exchange(
+              k, [&](int) { return m.slot(k, kRed, 0); },
+              [&](int) { return n(me, k) ? pb(n(me, k)) : 0; }, kGath,
+              [&](int j) { return n(j, k) ? pb(n(j, k)) : 0; });
         },
         [&](size_t k) {  // dec: the other owners' reduced pieces
           for (int j = 0; j < p; ++j)
@@ -355,15 +360,9 @@ void StagedCodec::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
           for (int j = 0; j < p; ++j)
             if (j != me) codec->deviceEncode(at(in, j, k), dt, n(k), m.slot(k, kSend, j), ws, s);
         },
-        [&](size_t k) {
-          std::vector<ByteMover::Xfer>& g = m.group;
-          g.clear();
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            g.push_back({m.slot(k, kSend, j), pb(n(k)), j, true});
-            g.push_back({m.slot(k, kRecv, j), pb(n(k)), j, false});
-          }
-          m.mover.exchange(g, m.side);
+        [&](size_t k) {  // to each owner its piece of my input; from each peer mine
+          auto bytes = [&](int) { return pb(n(k)); };
+          m.exchange(k, [&](int j) { return m.slot(k, kSend, j); }, bytes, kRecv, bytes);
         },
         [&](size_t k) {  // the host's order: ranks 0..p-1, my raw piece in my place, in fp32
           COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
@@ -406,15 +405,9 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
           codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k),
                               m.slot(k, kSend, me), ws, s);
         },
-        [&](size_t k) {
-          std::vector<ByteMover::Xfer>& g = m.group;
-          g.clear();
-          for (int j = 0; j < p; ++j) {
-            if (j == me) continue;
-            g.push_back({m.slot(k, kSend, me), pb(n(k)), j, true});
-            g.push_back({m.slot(k, kRecv, j), pb(n(k)), j, false});
-          }
-          m.mover.exchange(g, m.side);
+        [&](size_t k) {  // my encoded piece to everyone; theirs to me
+          auto bytes = [&](int) { return pb(n(k)); };
+          m.exchange(k, [&](int) { return m.slot(k, kSend, me); }, bytes, kRecv, bytes);
         },
         [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
           for (int j = 0; j < p; ++j)
