@@ -155,6 +155,15 @@ struct StagedCodec::Impl {
     }
     mover.exchange(group, side);
   }
+  // The shape of a direct ReduceScatter / AllGather of r.count elements per rank: pieces,
+  // stream, workspace; fills the statistics.
+  struct Direct {
+    size_t count, es, piece, K;
+    cudaStream_t s;
+    void* ws;
+    size_t n(size_t k) const { return std::min(piece, count - k * piece); }
+  };
+  Direct direct(const CollRequest& r, CollStats& stats);
   void allReduce(const CollRequest& r, CollStats& stats);
   void reduceScatter(const CollRequest& r, CollStats& stats);
   void allGather(const CollRequest& r, CollStats& stats);
@@ -327,35 +336,42 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
   });
 }
 
+StagedCodec::Impl::Direct StagedCodec::Impl::direct(const CollRequest& r, CollStats& stats) {
+  Direct d{};
+  d.count = r.count;
+  d.es = dtypeSize(r.dt);
+  stats.wireBytesSent = directWireBytes(r.codec->encodedBytes(r.count, r.dt), p);
+  stats.algorithm = directName.c_str();
+  d.piece = pieceElems(*r.codec, r.dt);
+  d.K = numChunks(r.count, d.piece);
+  d.s = user(r.stream);
+  d.ws = d.K ? workspace(*r.codec, r.dt, d.piece, d.s) : nullptr;
+  return d;
+}
+
 void StagedCodec::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
   Impl& m = *this;
   const void* in = r.in;
   void* out = r.out;
-  const size_t recvcount = r.count;
   const cocclDataType_t dt = r.dt;
-  const cocclRedOp_t op = r.op;
   const Codec* codec = r.codec;
-  const cocclStream_t stream = r.stream;
   const int p = m.p, me = m.me;
-  const size_t es = dtypeSize(dt);
-  stats.wireBytesSent = directWireBytes(codec->encodedBytes(recvcount, dt), p);
-  stats.algorithm = m.directName.c_str();
-  const size_t piece = m.pieceElems(*codec, dt);
-  const size_t K = numChunks(recvcount, piece);
-  if (K == 0) return;
-  const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
-  auto n = [&](size_t k) { return std::min(piece, recvcount - k * piece); };
+  const Direct d = m.direct(r, stats);
+  if (d.K == 0) return;
+  const size_t recvcount = d.count, piece = d.piece, es = d.es;
+  const float scale = r.op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
+  auto n = [&](size_t k) { return d.n(k); };
   auto at = [&](const void* base, int j, size_t k) {
     return static_cast<char*>(const_cast<void*>(base)) +
            (static_cast<size_t>(j) * recvcount + k * piece) * es;
   };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
   const CodecDesc raw{};  // the None codec: decodeAccumulate of raw elements of dt
-  cudaStream_t s = m.user(stream);
-  void* ws = m.workspace(*codec, dt, piece, s);
+  cudaStream_t s = d.s;
+  void* ws = d.ws;
   m.pipeline(s, [&] {
     m.run3(
-        K, s,
+        d.K, s,
         [&](size_t k) {
           for (int j = 0; j < p; ++j)
             if (j != me) codec->deviceEncode(at(in, j, k), dt, n(k), m.slot(k, kSend, j), ws, s);
@@ -374,7 +390,7 @@ void StagedCodec::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
           if (me + 1 < p)
             codec->deviceDecodeAccumulate(ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, ws, s);
           launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(out) + k * piece * es,
-                             stream);
+                             r.stream);
         });
   });
 }
@@ -383,24 +399,19 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
   Impl& m = *this;
   const void* in = r.in;
   void* out = r.out;
-  const size_t sendcount = r.count;
   const cocclDataType_t dt = r.dt;
   const Codec* codec = r.codec;
-  const cocclStream_t stream = r.stream;
   const int p = m.p, me = m.me;
-  const size_t es = dtypeSize(dt);
-  stats.wireBytesSent = directWireBytes(codec->encodedBytes(sendcount, dt), p);
-  stats.algorithm = m.directName.c_str();
-  const size_t piece = m.pieceElems(*codec, dt);
-  const size_t K = numChunks(sendcount, piece);
-  if (K == 0) return;
-  auto n = [&](size_t k) { return std::min(piece, sendcount - k * piece); };
+  const Direct d = m.direct(r, stats);
+  if (d.K == 0) return;
+  const size_t sendcount = d.count, piece = d.piece, es = d.es;
+  auto n = [&](size_t k) { return d.n(k); };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  cudaStream_t s = m.user(stream);
-  void* ws = m.workspace(*codec, dt, piece, s);
+  cudaStream_t s = d.s;
+  void* ws = d.ws;
   m.pipeline(s, [&] {
     m.run3(
-        K, s,
+        d.K, s,
         [&](size_t k) {  // encode my piece once
           codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k),
                               m.slot(k, kSend, me), ws, s);
