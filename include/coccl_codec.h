@@ -20,7 +20,8 @@
  *
  * Loading: COCCL_CODEC_PLUGIN="a,b,..." (paths, or bare names: `foo` is looked up as
  * libcoccl-codec-foo.so beside libcoccl.so, in its coccl/ subfolder, then on the dynamic
- * loader's path; "none" or unset loads nothing). A codec then is used by name in every codec
+ * loader's path; a tool in <prefix>/bin that links coccl statically, like coccl_codec_check,
+ * also looks in <prefix>/lib/coccl/ before the loader's path; "none" or unset loads nothing). A codec then is used by name in every codec
  * spec ("name[:key=value,...]": COCCL_CODEC*, cocclConfig_t, cocclCodecCreate, coccl_perf
  * --codec, the shim). Every rank must load the same codecs with the same format versions.
  *
@@ -55,9 +56,10 @@
  *   written are unspecified). coccl's wire carries payloads between ranks it trusts, but a
  *   codec must stay memory-safe on anything.
  * Errors. Functions return 0 (COCCL_CODEC_OK) or a nonzero COCCL_CODEC_E* code; coccl turns a
- *   nonzero return into an error of the collective (cocclInvalidArgument for E_INVALID, else
- *   cocclInternalError) naming the codec and the operation. create() writes a one-line reason
- *   (NUL-terminated, at most errLen bytes) into err.
+ *   nonzero return into an error of the collective (cocclInvalidArgument for E_INVALID,
+ *   cocclUnhandledCudaError for E_CUDA, else cocclInternalError) with a message naming the
+ *   codec, the operation and the code. create() writes a one-line reason (NUL-terminated, at
+ *   most errLen bytes) into err.
  *
  * Pointers: host operations get host memory, device operations device memory (or managed /
  * host-registered memory the device can reach); `ins` arrays are HOST arrays of pointers.

@@ -1,6 +1,9 @@
 #include "collectives/communicator.h"
 
+#include <algorithm>
+#include <cstring>
 #include <initializer_list>
+#include <vector>
 
 #include "codecs/abi/registry.h"
 #include "collectives/device_executors.h"
@@ -43,13 +46,25 @@ const PolicyConfig& agreeOnCodecs(CommContext& ctx, const PolicyConfig& policy) 
   const std::string failure = loadEnvCodecPlugins();
   std::string why = agree(ctx.bootstrap(), failure);
   if (!why.empty()) COCCL_THROW(cocclInvalidArgument, "codec plug-ins: %s", why.c_str());
+  // Every rank's list of "name@formatVersion" (cut to 500 characters), so that every rank
+  // names the same difference.
+  constexpr size_t kSig = 512;
   const std::string sig = registeredCodecsSignature();
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  const int p = ctx.nranks(), me = ctx.rank();
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the whole list: a difference past the cut
   for (unsigned char ch : sig) h = (h ^ ch) * 1099511628211ull;
-  why = agreeValues(ctx.bootstrap(), {{"the registered codecs (COCCL_CODEC_PLUGIN)", h}});
-  if (!why.empty())
-    COCCL_THROW(cocclInvalidArgument, "codec plug-ins: %s; this rank has: %s", why.c_str(),
-                sig.c_str());
+  std::vector<char> all(kSig * static_cast<size_t>(p), '\0');
+  char* mine = all.data() + kSig * static_cast<size_t>(me);
+  std::memcpy(mine, sig.data(), std::min(sig.size(), kSig - 16));
+  std::memcpy(mine + kSig - 8, &h, 8);
+  ctx.bootstrap().allGather(all.data(), kSig);
+  auto at = [&](int r) { return std::string(all.data() + kSig * static_cast<size_t>(r)); };
+  for (int r = 1; r < p; ++r)
+    if (std::memcmp(all.data(), all.data() + kSig * static_cast<size_t>(r), kSig) != 0)
+      COCCL_THROW(cocclInvalidArgument,
+                  "codec plug-ins: the ranks registered different codecs (COCCL_CODEC_PLUGIN "
+                  "must load the same plug-ins everywhere): rank 0 has %s; rank %d has %s",
+                  at(0).c_str(), r, at(r).c_str());
   return policy;
 }
 

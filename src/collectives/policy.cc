@@ -1,5 +1,7 @@
 #include "collectives/policy.h"
 
+#include "core/dtype.h"
+
 namespace coccl {
 namespace {
 
@@ -42,6 +44,9 @@ const Codec* CodecPolicy::select(CollKind kind, cocclDataType_t dt, cocclRedOp_t
   const Codec* c = codecFor(kind);
   if (!compressible(c, kind, dt, op)) return nullptr;
   if (static_cast<int64_t>(bytes) < minBytes_) return nullptr;
+  // A codec that does not shrink this payload (e.g. 16-bit codes of bf16 input) only adds work.
+  const size_t es = dtypeSize(dt);
+  if (es && c->encodedBytes(bytes / es, dt) >= bytes) return nullptr;
   return c;
 }
 

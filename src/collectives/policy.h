@@ -22,7 +22,8 @@ class CodecPolicy {
   explicit CodecPolicy(const PolicyConfig& cfg);
 
   // The codec for this call, or nullptr for the exact path. `forced` (per-call choice) wins
-  // over the policy and the size threshold, but not over type/op support.
+  // over the policy, the size threshold and the size check, but not over type/op support. The
+  // policy's codec is skipped where its payload would not be smaller than the input.
   const Codec* select(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
                       const Codec* forced) const;
   const Codec* codecFor(CollKind kind) const;

@@ -78,4 +78,12 @@ if [ -x "$work/prefix/bin/coccl_codec_check" ]; then
     fi
   done
   grep -q '# 1[0-9] checks, 0 failed' "$work/q8_check.txt" || { cat "$work/q8_check.txt" >&2; exit 1; }
+  # Started through $PATH from another folder, the tool still looks beside its own file, not in
+  # the current folder.
+  if ! (cd / && env -u LD_LIBRARY_PATH PATH="$work/prefix/bin:$PATH" coccl_codec_check q8 --quick \
+        > "$work/q8_path.txt" 2>&1); then
+    cat "$work/q8_path.txt" >&2
+    echo "coccl_codec_check q8 through \$PATH failed" >&2
+    exit 1
+  fi
 fi

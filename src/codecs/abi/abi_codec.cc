@@ -83,8 +83,13 @@ void AbiCodec::check(int rc, const char* op) const {
                              : rc == COCCL_CODEC_E_CUDA  ? cocclUnhandledCudaError
                                                          : cocclInternalError;
   if (builtin_ && !detail.empty()) throw Error(code, detail);  // a built-in's own message
-  COCCL_THROW(code, "codec %s: %s returned %d%s%s", desc_->name, op, rc,
-              detail.empty() ? "" : ": ", detail.c_str());
+  const char* what = rc == COCCL_CODEC_E_INVALID       ? "COCCL_CODEC_E_INVALID"
+                     : rc == COCCL_CODEC_E_UNSUPPORTED ? "COCCL_CODEC_E_UNSUPPORTED"
+                     : rc == COCCL_CODEC_E_CUDA        ? "COCCL_CODEC_E_CUDA"
+                     : rc == COCCL_CODEC_E_INTERNAL    ? "COCCL_CODEC_E_INTERNAL"
+                                                       : "an unknown code";
+  COCCL_THROW(code, "codec %s (plug-in): %s returned %d (%s): the plug-in failed%s%s",
+              desc_->name, op, rc, what, detail.empty() ? "" : ": ", detail.c_str());
 }
 
 size_t AbiCodec::encodedBytes(size_t count, cocclDataType_t dt) const {
@@ -151,7 +156,7 @@ void AbiCodec::decodeReduceEncode(const void* const* ins, int p, int self, const
   thread_local std::vector<char> rounded;
   const size_t bytes = count * dtypeSize(dt);
   if (rounded.size() < bytes) rounded.resize(bytes);
-  for (size_t i = 0; i < count; ++i) scratch[i] = 0.0f;
+  for (size_t i = 0; i < count; ++i) scratch[i] = -0.0f;  // the identity: the first term exact
   codec_detail::dispatchFloatType(dt, [&](auto tag) {
     using IO = codec_detail::FloatIO<decltype(tag)::value>;
     using T = typename IO::T;

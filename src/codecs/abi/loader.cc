@@ -2,12 +2,15 @@
 #include "codecs/abi/loader.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "codecs/abi/registry.h"
+#include "codecs/spec.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -19,13 +22,27 @@
 namespace coccl {
 namespace {
 
-// The folder of the object that holds this code (libcoccl.so, or the executable).
+// The folder of the object that holds this code (libcoccl.so, or the executable that linked
+// coccl statically), symbolic links resolved. For the executable dladdr reports argv[0] (maybe
+// relative, or a bare name found on $PATH): /proc/self/exe is the file itself.
 std::string selfDir() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&selfDir), &info) == 0 || !info.dli_fname) return "";
   std::string f = info.dli_fname;
+  // Shared objects come with the path the dynamic loader opened; only argv[0] is relative.
+  if (f.empty() || f[0] != '/') f = "/proc/self/exe";
+  char resolved[PATH_MAX];
+  if (realpath(f.c_str(), resolved)) f = resolved;
   const size_t slash = f.rfind('/');
-  return slash == std::string::npos ? "." : f.substr(0, slash);
+  return slash == std::string::npos ? "" : f.substr(0, slash);
+}
+
+// A bare plug-in name: what a codec name may be (include/coccl_codec.h).
+bool bareNameOk(const std::string& s) {
+  if (s.empty() || s.size() > 31) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
 }
 
 bool isPath(const std::string& s) {
@@ -38,6 +55,7 @@ struct Loaded {
   std::string request;  // as asked for
   std::string file;     // the file that opened
   std::string name;     // its codec
+  void* handle;         // dlopen's handle: the same file under any spelling has the same one
 };
 
 std::mutex g_mu;
@@ -71,6 +89,16 @@ std::vector<std::string> pluginCandidates(const std::string& what) {
 std::string loadCodecPlugin(const std::string& whatIn) {
   const std::string what = trim(whatIn);
   COCCL_CHECK_ARG(!what.empty(), "codec plug-in: empty name");
+  if (!isPath(what)) {
+    COCCL_CHECK_ARG(bareNameOk(what),
+                    "codec plug-in '%s': not a plug-in name (1..31 characters of [a-z0-9_]; a "
+                    "path needs a '/'; a codec spec goes into COCCL_CODEC)",
+                    codec_detail::quoted(what).c_str());
+    for (const CodecEntry& e : registeredCodecs())
+      COCCL_CHECK_ARG(e.source != "built-in" || what != e.desc->name,
+                      "codec plug-in '%s': '%s' is built in, nothing to load (use it in a codec "
+                      "spec: COCCL_CODEC=%s)", what.c_str(), what.c_str(), what.c_str());
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   for (const Loaded& l : g_loaded)
     if (l.request == what || l.file == what) return l.name;
@@ -94,7 +122,7 @@ std::string loadCodecPlugin(const std::string& whatIn) {
   const std::string who = what == file ? "codec plug-in " + file
                                        : "codec plug-in '" + what + "' (" + file + ")";
   for (const Loaded& l : g_loaded)  // the same file under another spelling
-    if (l.file == file) return l.name;
+    if (l.file == file || l.handle == h) return l.name;
   dlerror();
   auto* desc = static_cast<const cocclCodecPlugin_v1_t*>(dlsym(h, COCCL_CODEC_PLUGIN_SYMBOL_V1));
   if (!desc) {
@@ -116,7 +144,7 @@ std::string loadCodecPlugin(const std::string& whatIn) {
   registerCodecLibrary(desc, file, lib);
   COCCL_INFO(kLogInit, "codec plug-in %s: codec '%s' format %u from %s", what.c_str(), desc->name,
              desc->formatVersion, file.c_str());
-  g_loaded.push_back({what, file, desc->name});
+  g_loaded.push_back({what, file, desc->name, h});
   return desc->name;
 }
 

@@ -268,3 +268,33 @@ TEST(CodecPluginLoad, EnvListStopsAtTheFirstFailureEveryTime) {
 
 }  // namespace
 }  // namespace coccl
+
+namespace coccl {
+namespace {
+
+TEST(CodecPluginLoad, BadBareNamesAndBuiltinNamesAreRefusedWithAHint) {
+  for (const char* what : {"good none", "good;q8", "good:block=64", "Good"}) {
+    const std::string r = inChild([&] { return refusal(what); });
+    EXPECT_NE(r.find("not a plug-in name"), std::string::npos) << what << ": " << r;
+    EXPECT_EQ(r.find("cannot open"), std::string::npos) << what << ": searched anyway: " << r;
+  }
+  const std::string r = inChild([] { return refusal("int8"); });
+  EXPECT_NE(r.find("'int8' is built in"), std::string::npos) << r;
+  EXPECT_NE(r.find("COCCL_CODEC=int8"), std::string::npos) << r;
+}
+
+TEST(CodecPluginLoad, TheSameFileUnderTwoSpellingsLoadsOnce) {
+  const std::string r = inChild([] {
+    const std::string a = loadCodecPlugin(plugin("good"));
+    const std::string b = loadCodecPlugin(kDir + "/../" + kDir.substr(kDir.rfind('/') + 1) +
+                                          "/libcoccl-codec-good.so");
+    if (a != "good" || b != "good") return "loaded " + a + " and " + b;
+    int n = 0;
+    for (const CodecEntry& e : registeredCodecs()) n += std::string(e.desc->name) == "good";
+    return n == 1 ? std::string() : "registered " + std::to_string(n) + " times";
+  });
+  EXPECT_EQ(r, "");
+}
+
+}  // namespace
+}  // namespace coccl

@@ -58,11 +58,15 @@ TEST(CodecPluginRanks, ClashOnOneRankFailsInitOnEveryRank) {
 }
 
 TEST(CodecPluginRanks, DifferentCodecSetsFailInitOnEveryRank) {
-  expectInitFailsEverywhere({plugin("good"), "", ""}, "the registered codecs");
+  expectInitFailsEverywhere({plugin("good"), "", ""},
+                            "rank 0 has fp8_ash_ds@1,good@1,int8@2,none@1; "
+                            "rank 1 has fp8_ash_ds@1,int8@2,none@1");
 }
 
 TEST(CodecPluginRanks, DifferentFormatVersionsFailInitOnEveryRank) {
-  expectInitFailsEverywhere({plugin("good"), kGoodV2}, "the registered codecs");
+  expectInitFailsEverywhere({plugin("good"), kGoodV2},
+                            "rank 0 has fp8_ash_ds@1,good@1,int8@2,none@1; "
+                            "rank 1 has fp8_ash_ds@1,good@2,int8@2,none@1");
 }
 
 TEST(CodecPluginRanks, SamePluginOnEveryRankInitsAndReduces) {
