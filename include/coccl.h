@@ -162,6 +162,8 @@ typedef struct cocclConfig_v1 {
   const char* deviceExact;    /* "auto", "coccl" or "nccl" (COCCL_DEVICE_EXACT): who runs the
                                  uncompressed device operations beside CUDA IPC; equal on all
                                  ranks */
+  int ranksPerNode;           /* ranks per node of the two-level "hier:" codecs
+                                 (COCCL_RANKS_PER_NODE; must divide nranks; 0: from the hosts) */
 } cocclConfig_t;
 
 #define COCCL_CONFIG_INITIALIZER                                                             \
@@ -173,7 +175,7 @@ typedef struct cocclConfig_v1 {
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR,              \
         COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, -1LL, -1LL, COCCL_CONFIG_UNDEF_INT,  \
-        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR                                       \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT               \
   }
 
 /* ---------------------------------------------------------------------------------------------

@@ -54,6 +54,9 @@ CommConfig makeConfig(const cocclConfig_t* user) {
     checkInt("COCCL_COMPRESS_MIN_BYTES", "compressMinBytes", cfg.compressMinBytes);
   c.algo = cfg.algorithm ? checkChoice("COCCL_ALGO", "algorithm", cfg.algorithm) : e.algo;
   c.ringMinRanks = static_cast<int>(e.ringMinRanks);
+  c.ranksPerNode = cfg.ranksPerNode != COCCL_CONFIG_UNDEF_INT
+                       ? checkInt("COCCL_RANKS_PER_NODE", "ranksPerNode", cfg.ranksPerNode)
+                       : e.ranksPerNode;
   c.deviceExact =
       cfg.deviceExact ? checkChoice("COCCL_DEVICE_EXACT", "deviceExact", cfg.deviceExact)
                       : e.deviceExact;

@@ -120,6 +120,7 @@ Executor& Communicator::route(CollRequest& r) {
                  "exact (said once per communicator)",
                  collName(r.coll), r.codec->name(), r.mem == MemKind::Device ? "device" : "host");
     r.codec = nullptr;
+    r.interCodec = nullptr;
   }
   COCCL_THROW(cocclInvalidUsage, "%s: device buffers, but the device path is off: %s",
               collName(r.coll), deviceOff_.empty() ? "no executor takes this call" : deviceOff_.c_str());
@@ -146,13 +147,16 @@ void Communicator::beginStats(size_t logicalBytes, const Codec* codec) {
 
 void Communicator::run(CollRequest r) {
   const size_t bytes = logicalBytes(r, nranks());
+  const bool forced = r.codec != nullptr;
   if (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather)
     r.codec = policy_.select(r.coll, r.dt, r.op, bytes, r.codec);
   else
     r.codec = nullptr;
+  r.interCodec = r.codec && !forced ? policy_.interFor(r.coll) : nullptr;
   r.mem = kindOf(r, rank());
   Executor& x = route(r);
   beginStats(bytes, r.codec);
+  if (r.interCodec) stats_.codec = policy_.hierName(r.coll).c_str();
   x.run(r, stats_);
 }
 

@@ -26,6 +26,9 @@ struct CollRequest {
   cocclRedOp_t op = cocclSum;
   int root = 0;  // Broadcast / Reduce: the root rank; Send / Recv: the peer
   const Codec* codec = nullptr;  // chosen by the policy; nullptr = exact
+  // A two-level policy entry ("hier:"): the inter-node codec (`codec` is the intra-node one).
+  // Only the host executor runs it; the router clears it with `codec`.
+  const Codec* interCodec = nullptr;
   cocclStream_t stream = nullptr;
   MemKind mem = MemKind::Host;  // of the buffers this rank touches (set by the router)
 

@@ -23,6 +23,9 @@ struct CommConfig {
   int64_t chunkBytes = env_default::chunkBytes;  // host pipeline chunk; NCCL executor slot size
   std::string algo = env_default::algo;  // host reduce algorithm: auto | two-shot (= direct) | ring
   int ringMinRanks = static_cast<int>(env_default::ringMinRanks);
+  // Ranks per node of the two-level codecs (COCCL_RANKS_PER_NODE; 0: from the hosts). Resolved
+  // by CommContext::ranksPerNode().
+  int64_t ranksPerNode = env_default::ranksPerNode;
   std::string name;
   PolicyConfig policy;
   // Device executors (COCCL_DEVICE_*; every rank must pass the same values).

@@ -30,6 +30,10 @@ class CommContext {
   Bootstrap& bootstrap() { return *bootstrap_; }
   const Bootstrap& bootstrap() const { return *bootstrap_; }
   const CommTopology& topology() const { return topo_; }
+  // L of the two-level (hierarchical) collectives: rank r is local rank r % L of node r / L.
+  // COCCL_RANKS_PER_NODE when set (init fails unless it divides nranks); else the ranks per
+  // host when every host holds the same number of consecutive ranks; else nranks (one level).
+  int ranksPerNode() const { return ranksPerNode_; }
 
   // Records an error of a host operation (first one wins) and closes the bootstrap so that
   // peers blocked on this rank fail fast instead of waiting for their timeout.
@@ -43,11 +47,13 @@ class CommContext {
   const std::atomic<bool>& abortFlag() const { return abort_; }
 
  private:
+  int resolveRanksPerNode() const;
   int rank_;
   int nranks_;
   CommConfig cfg_;
   std::unique_ptr<Bootstrap> bootstrap_;
   CommTopology topo_;
+  int ranksPerNode_ = 1;
   std::atomic<bool> abort_{false};
   std::atomic<int> error_{cocclSuccess};
 };

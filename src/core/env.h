@@ -35,6 +35,7 @@ struct Env {
   int64_t chunkBytes;          // COCCL_CHUNK_BYTES
   std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring)
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
+  int64_t ranksPerNode;        // COCCL_RANKS_PER_NODE (0: from the hosts)
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
   int64_t shimNoNccl;          // COCCL_SHIM_NO_NCCL
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES

@@ -266,7 +266,7 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
 int CudaIpcExecutor::cudaDevice() const { return impl_->device; }
 
 bool CudaIpcExecutor::supports(const CollRequest& r) const {
-  if (r.mem != MemKind::Device) return false;
+  if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host path only
   if (!r.codec || fusedCodec(r.codec)) return true;
   return impl_->staged && impl_->staged->supports(r);
 }

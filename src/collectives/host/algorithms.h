@@ -27,6 +27,14 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
 void ringReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                 const std::vector<Range>& shards, bool allReduce);
 
+// Two-level reduce (SDP4Bit-style, hierarchical.cc): `intra` codec between the L ranks of a
+// node (ranks r = n L + l), `inter` codec between nodes, each level quantised once; shards as
+// for twoShotReduce. Needs 1 <= L, L divides nranks; L = 1 or L = nranks still work (one level
+// then carries no traffic).
+void hierReduce(HostExecutor& c, const Codec& intra, const Codec& inter, cocclDataType_t dt,
+                cocclRedOp_t op, const char* in, char* out, const std::vector<Range>& shards,
+                bool allReduce, int L);
+
 // AllGather: rank r's `count` elements land at out + r*count on every rank. Compressed wires
 // encode the own shard once and every rank decodes every shard (its own too).
 void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);

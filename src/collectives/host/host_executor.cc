@@ -1,5 +1,6 @@
 #include "collectives/host/host_executor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/host/algorithms.h"
@@ -66,17 +67,28 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
   switch (r.coll) {
     case Coll::AllReduce:
     case Coll::ReduceScatter: {
-      const Wire w(r.codec, r.dt, r.op, nranks());
       const bool all = r.coll == Coll::AllReduce;
+      const int L = ctx_.ranksPerNode();
+      if (r.codec && r.interCodec && L > 1 && L < nranks()) {
+        stats.algorithm = "hierarchical";
+        const size_t align = std::max(r.codec->blockElems(), r.interCodec->blockElems());
+        const auto shards =
+            all ? balancedShards(r.count, nranks(), align) : equalShards(r.count, nranks());
+        hierReduce(*this, *r.codec, *r.interCodec, r.dt, r.op, in, out, shards, all, L);
+        break;
+      }
+      // One level only (one node, or one rank per node): its codec, flat.
+      const Wire flat(r.codec && r.interCodec && L == 1 ? r.interCodec : r.codec, r.dt, r.op,
+                      nranks());
       stats.algorithm = ring ? "ring" : "two-shot";
       COCCL_TRACE(kLogColl, "%s count %zu %s op %d codec %s algo %s", collName(r.coll), r.count,
                   dtypeName(r.dt), static_cast<int>(r.op), stats.codec, stats.algorithm);
       const auto shards =
-          all ? balancedShards(r.count, nranks(), w.align()) : equalShards(r.count, nranks());
+          all ? balancedShards(r.count, nranks(), flat.align()) : equalShards(r.count, nranks());
       if (ring)
-        ringReduce(*this, w, in, out, shards, all);
+        ringReduce(*this, flat, in, out, shards, all);
       else
-        twoShotReduce(*this, w, in, out, shards, all);
+        twoShotReduce(*this, flat, in, out, shards, all);
       break;
     }
     case Coll::AllGather: {

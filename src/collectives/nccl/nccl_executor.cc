@@ -121,7 +121,7 @@ NcclExecutor::~NcclExecutor() {
 int NcclExecutor::cudaDevice() const { return impl_->device; }
 
 bool NcclExecutor::supports(const CollRequest& r) const {
-  if (r.mem != MemKind::Device) return false;
+  if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host path only
   const Impl& m = *impl_;
   // Send/Recv move bytes only: every type. The exact collectives: not the fp8 types.
   if (!r.codec) {
