@@ -22,22 +22,6 @@ inline void fwhtSub(float* v, int g, int s) {
         }
 }
 
-// The fixed-order fp32 sum of int4_math.h ("rotate=auto"): 32 lane sums of E = g / 32
-// contiguous terms, then butterfly levels 16, 8, 4, 2, 1.
-inline float treeSum(const float* t, int g) {
-  const int e = g / 32;
-  float l[32], n[32];
-  for (int k = 0; k < 32; ++k) {
-    l[k] = t[k * e];
-    for (int i = 1; i < e; ++i) l[k] = addRn(l[k], t[k * e + i]);
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    for (int k = 0; k < 32; ++k) n[k] = addRn(l[k], l[k ^ o]);
-    for (int k = 0; k < 32; ++k) l[k] = n[k];
-  }
-  return l[0];
-}
-
 inline uint32_t absBits(float f) { return fbits(f) & 0x7fffffffu; }
 
 // Encodes x[0, G) (already padded) of block index `blk` into codes[0, G/2) and returns its word.
@@ -63,12 +47,12 @@ inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t
   BlockPlan plan = planBlock(amax, fmax, m, p.mode, s);
   if (p.mode == kModeAuto && plan.rotated) {
     const BlockPlan plain = planBlock(amax, fmax, m, kModePlain, s);
-    float tu[2048], tr[2048];
+    uint32_t eu = 0, er = 0;
     for (int i = 0; i < g; ++i) {
-      tu[i] = sqErr(mulRn(x[i], plain.inv));
-      tr[i] = sqErr(mulRn(y[i], plan.inv));
+      eu += sqErrFixed(mulRn(x[i], plain.inv));
+      er += sqErrFixed(mulRn(y[i], plan.inv));
     }
-    if (!autoRotates(treeSum(tr, g), treeSum(tu, g), plan.word, plain.word, s)) plan = plain;
+    if (!autoRotates(er, eu, plan.word, plain.word, s)) plan = plain;
   }
   if (plan.raw) {
     for (int j = 0; j < g; j += 2)

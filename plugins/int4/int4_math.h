@@ -24,12 +24,11 @@
 //         Decode: x'_i = q_i * c.
 //  c = the word as an fp32 (it moves by at most 1 ulp from cR / cU because of the flag bit).
 //  rotate=auto: both forms are quantised with rne and their squared errors compared: errU =
-//  sum_i (t_i - q_i)^2 over the plain grid values t_i = x_i * invU, errR the same over the
-//  rotated ones; the x-domain errors are errU cU^2 and errR cR^2 S (H_S / sqrt(S) is
-//  orthonormal), so the block rotates iff !(errR * rho * rho > errU) with rho = (cR * sqrt(S))
-//  / cU (ties rotate; cR, cU as in the words, flag bits included). The sums are in fp32 in one
-//  fixed order: lane l = 0..31 of the block sums its E = G / 32 contiguous terms in index order
-//  (first assigned), then 5 butterfly levels o = 16, 8, 4, 2, 1: s_l <- s_l + s_(l xor o).
+//  sum_i sqErrFixed(t_i) over the plain grid values t_i = x_i * invU (an exact uint32 sum of
+//  2^-20 fixed-point terms, see sqErrFixed), errR the same over the rotated ones; the x-domain
+//  errors are errU cU^2 and errR cR^2 S (H_S / sqrt(S) is orthonormal), so the block rotates
+//  iff !(float(errR) * rho * rho > float(errU)) with rho = (cR * sqrt(S)) / cU (ties rotate;
+//  cR, cU as in the words, flag bits included).
 //  (Comparing the steps alone misjudges blocks with many exact zeros, e.g. ReLU outputs.)
 //
 // Quantisation of t = v * inv (v = x_i or y_j):
@@ -252,16 +251,25 @@ INT4_HD BlockPlan planBlock(uint32_t amaxBits, float fmax, float m, int mode, in
   return p;
 }
 
-// The squared rne error of one grid value (auto mode's comparison).
-INT4_HD float sqErr(float t) {
+// The squared rne error of one grid value in fixed point (units of 2^-20, truncated; <= 2^18
+// for |t - q| <= 1/2), summed in uint32 (<= 2^29 for G = 2048): exact integer sums, so any
+// summation order (host loop, warp reduction) gives the same value.
+INT4_HD uint32_t sqErrFixed(float t) {
   const float d = subRn(t, static_cast<float>(clampI(rneInt(t), -7, 7)));
-  return mulRn(d, d);
+  return static_cast<uint32_t>(mulRn(mulRn(d, d), 1048576.0f));
 }
 
 // Whether an auto-mode block rotates, from the two error sums and the two words.
-INT4_HD bool autoRotates(float errR, float errU, uint32_t wordR, uint32_t wordU, int s) {
+INT4_HD bool autoRotates(uint32_t errR, uint32_t errU, uint32_t wordR, uint32_t wordU, int s) {
   const float rho = divRn(mulRn(bitsf(wordR), sqrtS(s)), bitsf(wordU));
-  return !(mulRn(mulRn(errR, rho), rho) > errU);
+  return !(mulRn(mulRn(static_cast<float>(errR), rho), rho) > static_cast<float>(errU));
+}
+
+// decodeAccumulate's fp32 add: a NaN result is returned as the quiet NaN 0x7fc00000 (x86 and
+// CUDA produce different NaN bits for NaN + x and Inf - Inf; the accumulator is an output).
+INT4_HD float addAcc(float a, float b) {
+  const float r = addRn(a, b);
+  return r != r ? bitsf(0x7fc00000u) : r;
 }
 
 // RAW-block code of one input element.

@@ -180,7 +180,7 @@ void accumulate(const Params& p, const void* const* ins, int n, size_t count, fl
     for (int k = 0; k < n; ++k) {
       const uint8_t* in = static_cast<const uint8_t*>(ins[k]);
       decodeBlock(p, in + b * (g / 2), loadWord(in + cb, b), s.x);
-      for (size_t i = 0; i < m; ++i) acc[b * g + i] = addRn(acc[b * g + i], s.x[i]);
+      for (size_t i = 0; i < m; ++i) acc[b * g + i] = addAcc(acc[b * g + i], s.x[i]);
     }
   }
 }
