@@ -45,6 +45,8 @@
 #include <stdint.h>
 
 #ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #define INT4_HD __host__ __device__ __forceinline__
 #else
 #define INT4_HD inline
@@ -110,8 +112,12 @@ INT4_HD float divRn(float a, float b) {
 // Round to nearest integer, ties to even, for |t| < 2^22 (adding and subtracting 1.5 * 2^23 in
 // fp32 rounds the fraction away in the current (nearest-even) mode; the callers' |t| <= ~8).
 INT4_HD int32_t rneInt(float t) {
+#ifdef __CUDA_ARCH__
+  return __float2int_rn(t);  // cvt.rni: the same integer for |t| < 2^22, one instruction
+#else
   const float k = 12582912.0f;  // 1.5 * 2^23
   return static_cast<int32_t>(subRn(addRn(t, k), k));
+#endif
 }
 
 INT4_HD int32_t clampI(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
@@ -120,6 +126,11 @@ INT4_HD int32_t clampI(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo :
 INT4_HD float bf16ToF(uint16_t h) { return bitsf(static_cast<uint32_t>(h) << 16); }
 
 INT4_HD uint16_t fToBf16(float f) {
+#ifdef __CUDA_ARCH__
+  // cvt.rn.bf16.f32 (sm_80+) is the same RNE; NaN kept as this function's quiet NaN
+  if (f != f) return static_cast<uint16_t>((fbits(f) >> 16) | 0x40u);
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+#endif
   uint32_t u = fbits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
@@ -140,6 +151,11 @@ INT4_HD float fp16ToF(uint16_t h) {
 }
 
 INT4_HD uint16_t fToFp16(float f) {
+#ifdef __CUDA_ARCH__
+  // cvt.rn.f16.f32 is the same RNE (overflow to Inf, subnormals); NaN as below
+  if (f != f) return static_cast<uint16_t>(((fbits(f) >> 16) & 0x8000u) | 0x7e00u);
+  return __half_as_ushort(__float2half_rn(f));
+#endif
   const uint32_t u = fbits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
