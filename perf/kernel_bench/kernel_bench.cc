@@ -14,6 +14,12 @@
 //   DRE(p)          (p-1) * payload + in + payload + in   (owner's raw input, decoded output)
 //   unfused         the fused op's bytes (so the column compares time on the same work)
 // "%copy" is that bandwidth over the memcpy's. Inputs are random normals (never zeros).
+//
+// Codecs without a CodecDesc (plug-ins, e.g. `--codecs int4` with COCCL_CODEC_PLUGIN=int4) run
+// through their plug-in ABI device launchers (coccl::Codec::deviceEncode / deviceDecode /
+// deviceDecodeAccumulate / deviceDecodeReduceEncode on the default stream, workspace
+// deviceWorkspaceBytes), with the payload size encodedBytes(n, dtype); a codec with neither is
+// skipped with a message.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -189,14 +195,31 @@ int main(int argc, char** argv) {
       for (const std::string& spec : o.codecs) {
         const coccl::CodecPtr codec = coccl::makeCodec(spec);
         const coccl::CodecDesc d = codec->deviceDesc();
-        const std::string name = codec->name() + std::string(":") + std::to_string(d.block);
-        const size_t pb = coccl::kernels::payloadBytes(d, dt, n);
+        const bool viaAbi = d.kind == coccl::CodecKind::None;  // a plug-in's device launchers
+        if (viaAbi && !codec->hasDeviceOps()) {
+          std::printf("# %s: no device operations, skipped\n", codec->spec().c_str());
+          continue;
+        }
+        const std::string name =
+            codec->name() + std::string(":") + std::to_string(viaAbi ? codec->blockElems() : size_t(d.block));
+        const size_t pb = viaAbi ? codec->encodedBytes(n, dt) : coccl::kernels::payloadBytes(d, dt, n);
         void* payload = devAlloc(pb);
-        double ms = timeMs([&] { coccl::kernels::encode(d, in, dt, n, payload, nullptr); },
-                           o.warmup, o.iters);
+        size_t wsBytes = 0;
+        if (viaAbi)
+          for (int p : {1, 2, 4, 8}) wsBytes = std::max(wsBytes, codec->deviceWorkspaceBytes(n, dt, p));
+        void* ws = wsBytes ? devAlloc(wsBytes) : nullptr;
+        auto encode = [&](const void* src, void* dst) {
+          if (viaAbi) codec->deviceEncode(src, dt, n, dst, ws, nullptr);
+          else coccl::kernels::encode(d, src, dt, n, dst, nullptr);
+        };
+        double ms = timeMs([&] { encode(in, payload); }, o.warmup, o.iters);
         add("encode", name, dts, mib, 1, ms, double(inBytes + pb), copyGbs);
-        ms = timeMs([&] { coccl::kernels::decode(d, payload, n, dt, out, nullptr); }, o.warmup,
-                    o.iters);
+        ms = timeMs(
+            [&] {
+              if (viaAbi) codec->deviceDecode(payload, n, dt, out, ws, nullptr);
+              else coccl::kernels::decode(d, payload, n, dt, out, nullptr);
+            },
+            o.warmup, o.iters);
         add("decode", name, dts, mib, 1, ms, double(inBytes + pb), copyGbs);
 
         // p payloads of p different inputs (encoded from shifted random data)
@@ -206,7 +229,7 @@ int main(int argc, char** argv) {
           pays[r] = devAlloc(pb);
           kernel_bench::fillRandom(out, n, dt == cocclFloat32 ? 0 : (dt == cocclBfloat16 ? 1 : 2),
                                    100 + r);
-          coccl::kernels::encode(d, out, dt, n, pays[r], nullptr);
+          encode(out, pays[r]);
         }
         float* acc = static_cast<float*>(devAlloc(n * 4));
         kernel_bench::fillRandom(acc, n, 0, 7);
@@ -214,7 +237,10 @@ int main(int argc, char** argv) {
         for (int p : {2, 4, 8}) {
           std::vector<const void*> ins(pays.begin(), pays.begin() + p);
           ms = timeMs(
-              [&] { coccl::kernels::decodeAccumulate(d, ins.data(), p, n, dt, acc, nullptr); },
+              [&] {
+                if (viaAbi) codec->deviceDecodeAccumulate(ins.data(), p, n, dt, acc, ws, nullptr);
+                else coccl::kernels::decodeAccumulate(d, ins.data(), p, n, dt, acc, nullptr);
+              },
               o.warmup, o.iters);
           add("decodeAccumulate", name, dts, mib, p, ms, double(p * pb + 8 * n), copyGbs);
         }
@@ -223,9 +249,13 @@ int main(int argc, char** argv) {
           ins[0] = nullptr;  // the owner (rank 0) contributes its raw input
           ms = timeMs(
               [&] {
-                coccl::kernels::decodeReduceEncode(d, ins.data(), p, 0, in, dt, n,
-                                                   1.0f / static_cast<float>(p), payload, out,
-                                                   nullptr);
+                const float scale = 1.0f / static_cast<float>(p);
+                if (viaAbi)
+                  codec->deviceDecodeReduceEncode(ins.data(), p, 0, in, dt, n, scale, payload, out,
+                                                  ws, nullptr);
+                else
+                  coccl::kernels::decodeReduceEncode(d, ins.data(), p, 0, in, dt, n, scale, payload,
+                                                     out, nullptr);
               },
               o.warmup, o.iters);
           add("decodeReduceEncode", name, dts, mib, p, ms, double((p - 1) * pb + 2 * inBytes + pb),
@@ -246,6 +276,7 @@ int main(int argc, char** argv) {
         for (void* p : pays) check(cudaFree(p), "cudaFree");
         check(cudaFree(acc), "cudaFree");
         check(cudaFree(payload), "cudaFree");
+        if (ws) check(cudaFree(ws), "cudaFree");
       }
       check(cudaFree(in), "cudaFree");
       check(cudaFree(out), "cudaFree");

@@ -87,3 +87,10 @@ if [ -x "$work/prefix/bin/coccl_codec_check" ]; then
     exit 1
   fi
 fi
+# The installed int4 plug-in (lib/coccl/libcoccl-codec-int4.so) is found by bare name.
+if [ -x "$work/prefix/bin/coccl_perf" ] && [ -n "$(find "$work/prefix" -name libcoccl-codec-int4.so)" ]; then
+  # (-c 0: coccl_perf's #wrong rule, 0.15 max|ref| per 128 elements, is an 8-bit codec's)
+  out=$(env -u LD_LIBRARY_PATH COCCL_CODEC_PLUGIN=int4 "$work/prefix/bin/coccl_perf" all_reduce \
+        -t 2 -b 64K -e 64K -n 1 -w 0 -c 0 --codec int4)
+  echo "$out" | grep -q " int4 " || { echo "installed int4 plug-in not used:"; echo "$out"; exit 1; }
+fi

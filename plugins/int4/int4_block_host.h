@@ -1,0 +1,90 @@
+// int4 codec: one block on the host (scalar loops over the math of int4_math.h). The device
+// kernels (int4_device.cu) distribute the same operations over a warp; the results are equal
+// bit for bit because every fp32 operation and its operands are the same.
+#pragma once
+
+#include <string.h>
+
+#include "int4_math.h"
+#include "int4_params.h"
+
+namespace int4c {
+
+// v <- H_S v on each S-element sub-block of v[0, g) (stages over bit 0, 1, ...).
+inline void fwhtSub(float* v, int g, int s) {
+  for (int base = 0; base < g; base += s)
+    for (int h = 1; h < s; h <<= 1)
+      for (int i = 0; i < s; ++i)
+        if ((i & h) == 0) {
+          const float a = v[base + i], c = v[base + i + h];
+          v[base + i] = addRn(a, c);
+          v[base + i + h] = subRn(a, c);
+        }
+}
+
+inline uint32_t absBits(float f) { return fbits(f) & 0x7fffffffu; }
+
+// Encodes x[0, G) (already padded) of block index `blk` into codes[0, G/2) and returns its word.
+// y: scratch of G floats.
+inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t* codes, float* y) {
+  const int g = p.block, s = p.sub();
+  uint32_t amax = 0;
+  float fmax = 0.0f;
+  for (int i = 0; i < g; ++i) {
+    const uint32_t a = absBits(x[i]);
+    amax = a > amax ? a : amax;
+    if (a < 0x7f800000u && bitsf(a) > fmax) fmax = bitsf(a);
+  }
+  float m = 0.0f;
+  const bool mayRotate = p.mode != kModePlain && amax < 0x7f800000u;
+  if (mayRotate) {
+    memcpy(y, x, sizeof(float) * static_cast<size_t>(g));
+    fwhtSub(y, g, s);
+    uint32_t mb = 0;
+    for (int i = 0; i < g; ++i) mb = absBits(y[i]) > mb ? absBits(y[i]) : mb;
+    m = bitsf(mb);
+  }
+  BlockPlan plan = planBlock(amax, fmax, m, p.mode, s);
+  if (p.mode == kModeAuto && plan.rotated) {
+    const BlockPlan plain = planBlock(amax, fmax, m, kModePlain, s);
+    uint32_t eu = 0, er = 0;
+    for (int i = 0; i < g; ++i) {
+      eu += sqErrFixed(mulRn(x[i], plain.inv));
+      er += sqErrFixed(mulRn(y[i], plan.inv));
+    }
+    if (!autoRotates(er, eu, plan.word, plain.word, s)) plan = plain;
+  }
+  if (plan.raw) {
+    for (int j = 0; j < g; j += 2)
+      codes[j / 2] = packPair(rawCode(x[j], plan.inv), rawCode(x[j + 1], plan.inv));
+    return plan.word;
+  }
+  const float* v = plan.rotated ? y : x;
+  uint32_t bh = 0;
+  if (p.stochastic)
+    for (int j = 0; j < g; ++j) bh ^= elemHashTerm(fbits(x[j]), static_cast<uint32_t>(j));
+  const uint64_t e0 = static_cast<uint64_t>(blk) * static_cast<uint64_t>(g);
+  int32_t q[2];
+  for (int j = 0; j < g; ++j) {
+    const uint32_t h = p.stochastic ? int4Hash(p.seed, e0 + static_cast<uint64_t>(j), bh) : 0u;
+    q[j & 1] = quant(mulRn(v[j], plan.inv), p.stochastic, h);
+    if (j & 1) codes[j / 2] = packPair(q[0], q[1]);
+  }
+  return plan.word;
+}
+
+// Decodes one block into out[0, G) (fp32).
+inline void decodeBlock(const Params& p, const uint8_t* codes, uint32_t word, float* out) {
+  const int g = p.block;
+  if (word & kRawBit) {
+    const float r = bitsf(word & 0x7fffffffu);
+    for (int j = 0; j < g; ++j) out[j] = rawDecode(nibble(codes[j / 2], j & 1), r);
+    return;
+  }
+  const float c = bitsf(word);
+  for (int j = 0; j < g; ++j) out[j] = static_cast<float>(nibble(codes[j / 2], j & 1));
+  if ((word & kPlainFlag) == 0u) fwhtSub(out, g, p.sub());
+  for (int j = 0; j < g; ++j) out[j] = mulRn(out[j], c);
+}
+
+}  // namespace int4c
