@@ -17,6 +17,7 @@
 #   plugin    examples/codec_plugin (q8) against an install of the build, loaded by bare name:
 #             checked coccl_perf all_reduce / reduce_scatter / all_gather --codec q8 --mem device
 #             on 2 processes, CUDA IPC (staged pipeline) and COCCL_DEVICE_TRANSPORT=nccl
+#   kbench_plugins  kernel_bench of the int4 plug-in beside fp8_ash_ds and a copy (256 MiB)
 #   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
 #             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
 #             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
@@ -137,7 +138,7 @@ launch() {
   return $rc
 }
 
-if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl; } && command -v nvidia-cuda-mps-control >/dev/null; then
+if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl || has plugin; } && command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/coccl-mps-pipe-$$ CUDA_MPS_LOG_DIRECTORY=/tmp/coccl-mps-log-$$
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
@@ -258,6 +259,22 @@ if has plugin; then
   else
     log "plugin: building examples/codec_plugin FAILED (plugin.log)"
     tail -20 "$PLOG"
+    status=1
+  fi
+fi
+
+# ---- plug-in codec kernels: int4 (plugins/int4) beside the built-ins and a copy --------------
+if has kbench_plugins; then
+  KB=$(find "$BDIR" -type f -name kernel_bench -perm -u+x | head -1)
+  if [ -n "$KB" ]; then
+    COCCL_CODEC_PLUGIN=int4 timeout 240 "$KB" --sizes 256 --dtypes bf16,fp32 \
+      --codecs int4,int4:rotate=0,fp8_ash_ds --iters 5 --warmup 2 > "$OUT/kbench_plugins.txt" 2>&1
+    rc=$?
+    log "kernel_bench int4 exit $rc"
+    [ $rc -ne 0 ] && status=1
+    tail -30 "$OUT/kbench_plugins.txt" >> "$SUMMARY"
+  else
+    log "kbench_plugins: no kernel_bench under $BDIR"
     status=1
   fi
 fi
