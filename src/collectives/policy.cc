@@ -29,8 +29,16 @@ CodecPolicy::Entry CodecPolicy::parse(const std::string& spec, CollKind kind) {
   COCCL_CHECK_ARG(!intra.empty() && !inter.empty(),
                   "codec spec '%s': hier needs intra=CODEC and inter=CODEC",
                   codec_detail::quoted(spec).c_str());
-  e.codec = makeCodec(intra);
-  e.inter = makeCodec(inter);
+  auto level = [&](const std::string& which, const std::string& name) {
+    try {
+      return makeCodec(name);
+    } catch (const Error& err) {
+      COCCL_THROW(cocclInvalidArgument, "codec spec '%s': %s: %s",
+                  codec_detail::quoted(spec).c_str(), which.c_str(), err.what());
+    }
+  };
+  e.codec = level("intra", intra);
+  e.inter = level("inter", inter);
   // Partial sums cross the node boundary as fp32 input of the inter codec, and every rank
   // decodes its payloads into the output type: its payload must not depend on the input type.
   for (const CodecPtr& c : {e.codec, e.inter}) {

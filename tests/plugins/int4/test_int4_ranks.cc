@@ -152,5 +152,40 @@ TEST(Int4Ranks, ExplicitCodecAllReduceBf16FourThreadRanks) {
   check(exact, out, 32, 1.0 / 12.0, 0.14);  // measured 12.68%
 }
 
+// SDP4Bit's two-level scheme: int8 inside a node, int4 between nodes (4 thread ranks as 2
+// nodes of 2, COCCL_RANKS_PER_NODE through the config). Each level quantises once, so the
+// error stays at the int4 level (measured against the flat int4 AllReduce above); outputs
+// are bitwise identical on every rank.
+TEST(Int4Ranks, TwoLevelInt8InsideInt4BetweenNodes) {
+  setupEnv();
+  const int p = 4;
+  const size_t n = 100003;
+  auto in = inputs(p, n);
+  std::vector<std::vector<double>> exact(p), out(p);
+  for (int r = 0; r < p; ++r) exact[r].assign(in[r].begin(), in[r].end());
+  std::mutex mu;
+  RunOptions opts;
+  opts.config = configWithTimeout(30000);
+  opts.config.codecAllReduce = "hier:intra=int8,inter=int4";
+  opts.config.ranksPerNode = 2;
+  runRanks(
+      p, Mode::Threads,
+      [&](Rank& r) {
+        std::vector<float> buf = in[r.rank];
+        ASSERT_EQ(cocclAllReduce(buf.data(), buf.data(), n, cocclFloat32, cocclSum, r.comm, nullptr),
+                  cocclSuccess)
+            << cocclGetLastError(r.comm);
+        cocclCollStats_t st{};
+        ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
+        EXPECT_STREQ(st.algorithm, "hierarchical");
+        EXPECT_NE(std::string(st.codec).find("inter=int4"), std::string::npos) << st.codec;
+        std::lock_guard<std::mutex> lock(mu);
+        out[r.rank].assign(buf.begin(), buf.end());
+      },
+      opts);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  check(exact, out, 128, std::sqrt(128.0) / 14.0, 0.165);
+}
+
 }  // namespace
 }  // namespace coccl::test
