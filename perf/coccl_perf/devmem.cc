@@ -68,16 +68,24 @@ DeviceRank::~DeviceRank() {
   if (recv_) cudaFree(recv_);
 }
 
+// On the rank's own (non-blocking) stream, then waited for: a plain cudaMemcpy from pageable
+// memory may return before its DMA has landed, and work on a non-blocking stream is not
+// ordered after the legacy stream's copy, so a collective issued next could read stale input
+// (seen as in-place #wrong on the staged device pipeline, whose first kernel reads at once).
 void DeviceRank::upload(void* dev, const void* host, size_t bytes) {
   if (!bytes) return;
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-  check(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (to device)");
+  check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync (to device)");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
 void DeviceRank::download(void* host, const void* dev, size_t bytes) {
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   if (!bytes) return;
-  check(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (to host)");
+  check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync (to host)");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
 void DeviceRank::sync() { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }

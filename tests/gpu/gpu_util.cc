@@ -84,6 +84,9 @@ void DevBuf::upload(const void* host, size_t bytes, size_t offset) {
   if (!bytes) return;
   EXPECT_LE(offset + bytes, bytes_);
   EXPECT_EQ(cudaMemcpy(data() + offset, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  // A pageable H2D cudaMemcpy may return before its DMA lands, and the tests' non-blocking
+  // streams are not ordered after it: wait for the device.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 std::vector<uint8_t> DevBuf::download(size_t bytes, size_t offset) const {

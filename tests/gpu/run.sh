@@ -245,8 +245,8 @@ if has plugin; then
       done
     done
     if [ -n "${COCCL_DATA_DIR:-}" ]; then
-      echo "### all_reduce --input (real TP tensors) --mem device -np 2 --codec q8" >> "$PLOG"
-      COCCL_CODEC_PLUGIN=q8 launch 2 all_reduce --input "$COCCL_DATA_DIR/tp_tensors_manifest.json" \
+      echo "### all_reduce --input (real TP tensors) --mem device -np 4 --codec q8" >> "$PLOG"
+      COCCL_CODEC_PLUGIN=q8 launch 4 all_reduce --input "$COCCL_DATA_DIR/tp_tensors_manifest.json" \
         --mem device --codec q8 -n 3 -w 1
       rc=$?
       log "plugin --input exit $rc"

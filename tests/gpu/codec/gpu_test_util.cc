@@ -47,6 +47,7 @@ DevBuf DevBuf::from(const std::vector<uint8_t>& host, size_t extra, size_t offse
   if (!host.empty())
     cudaCheck(cudaMemcpy(b.p_ + offset, host.data(), host.size(), cudaMemcpyHostToDevice),
               "cudaMemcpy H2D");
+  cudaCheck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the DMA has landed
   return b;
 }
 
