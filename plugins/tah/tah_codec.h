@@ -31,13 +31,11 @@ int tah_device_encode(const void* instance, const void* in, int dtype, size_t co
                       void* ws, cudaStream_t stream);
 int tah_device_decode(const void* instance, const void* in, size_t count, int dtype, void* out,
                       void* ws, cudaStream_t stream);
-int tah_device_decode_accumulate(const void* instance, const void* const* ins, int n,
-                                 size_t count, int dtype, float* acc, void* ws,
-                                 cudaStream_t stream);
-int tah_device_decode_reduce_encode(const void* instance, const void* const* ins, int p,
-                                    int self, const void* selfIn, int dtype, size_t count,
-                                    float scale, void* out, void* decoded, void* ws,
-                                    cudaStream_t stream);
+int tah_device_decode_accumulate(const void* instance, const void* const* ins, int n, size_t count,
+                                 int dtype, float* acc, void* ws, cudaStream_t stream);
+int tah_device_decode_reduce_encode(const void* instance, const void* const* ins, int p, int self,
+                                    const void* selfIn, int dtype, size_t count, float scale,
+                                    void* out, void* decoded, void* ws, cudaStream_t stream);
 #endif
 
 #ifdef __cplusplus

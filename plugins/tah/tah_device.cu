@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr int kThreads = 256;             // 8 warps, 32 tile groups
+constexpr int kThreads = 256;  // 8 warps, 32 tile groups
 constexpr int kTilesPerCta = kThreads / 8;
 constexpr int kSelectThreads = 1024;
 
@@ -19,14 +19,24 @@ struct Inputs {
   const uint8_t* p[TAH_MAX_INPUTS];
 };
 
-const tah_instance_t* inst(const void* p) { return static_cast<const tah_instance_t*>(p); }
-size_t pad256(size_t n) { return (n + 255) & ~static_cast<size_t>(255); }
-unsigned gridFor(size_t items, size_t per) { return static_cast<unsigned>((items + per - 1) / per); }
-int launched() { return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA; }
+const tah_instance_t* inst(const void* p) {
+  return static_cast<const tah_instance_t*>(p);
+}
+size_t pad256(size_t n) {
+  return (n + 255) & ~static_cast<size_t>(255);
+}
+unsigned gridFor(size_t items, size_t per) {
+  return static_cast<unsigned>((items + per - 1) / per);
+}
+int launched() {
+  return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
+}
 
 // ---- group helpers (8 lanes, mask of the group) ------------------------------------------
 
-__device__ __forceinline__ unsigned groupMask() { return 0xffu << (threadIdx.x & 24u); }
+__device__ __forceinline__ unsigned groupMask() {
+  return 0xffu << (threadIdx.x & 24u);
+}
 __device__ __forceinline__ float gSum(unsigned m, float v) {
   for (int o = 4; o > 0; o >>= 1) v = TAH_ADD(v, __shfl_xor_sync(m, v, o, 8));
   return v;
@@ -48,7 +58,8 @@ __device__ void load8(const void* in, int dtype, size_t count, size_t e, bool ve
     if (dtype == TAH_DT_F32) {
       const float4 a = reinterpret_cast<const float4*>(in)[e / 4];
       const float4 b = reinterpret_cast<const float4*>(in)[e / 4 + 1];
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z,
+      v[7] = b.w;
       if (fin)
         for (int k = 0; k < 8; ++k) v[k] = tah_fin(v[k]);
     } else {
@@ -63,7 +74,9 @@ __device__ void load8(const void* in, int dtype, size_t count, size_t e, bool ve
     return;
   }
   for (int k = 0; k < 8; ++k)
-    v[k] = e + k >= count ? 0.0f : fin ? tah_load(in, dtype, e + k) : tah_load_raw(in, dtype, e + k);
+    v[k] = e + k >= count ? 0.0f
+           : fin          ? tah_load(in, dtype, e + k)
+                          : tah_load_raw(in, dtype, e + k);
 }
 
 __device__ void store8(void* out, int dtype, size_t count, size_t e, bool vec, const float* v) {
@@ -74,7 +87,8 @@ __device__ void store8(void* out, int dtype, size_t count, size_t e, bool vec, c
     } else {
       uint32_t w[4];
       for (int k = 0; k < 4; ++k) {
-        const uint16_t a = dtype == TAH_DT_F16 ? tah_f32_to_f16(v[2 * k]) : tah_f32_to_bf16(v[2 * k]);
+        const uint16_t a =
+            dtype == TAH_DT_F16 ? tah_f32_to_f16(v[2 * k]) : tah_f32_to_bf16(v[2 * k]);
         const uint16_t b =
             dtype == TAH_DT_F16 ? tah_f32_to_f16(v[2 * k + 1]) : tah_f32_to_bf16(v[2 * k + 1]);
         w[k] = static_cast<uint32_t>(a) | static_cast<uint32_t>(b) << 16;
@@ -382,8 +396,10 @@ __global__ void decodeTilesKernel(Inputs ins, int n, int mode, int self, const v
       a[k] = e + k < count ? static_cast<const float*>(out)[e + k] : 0.0f;
   }
   for (int q = 0; q < n; ++q) {
-    if (mode == 2 && q == self) load8(selfIn, dtype, count, e, vec, d, false);
-    else gDecodeTile(m, ins.p[q], L, R, r, t, d);
+    if (mode == 2 && q == self)
+      load8(selfIn, dtype, count, e, vec, d, false);
+    else
+      gDecodeTile(m, ins.p[q], L, R, r, t, d);
     for (int k = 0; k < 8; ++k) a[k] = (mode == 2 && q == 0) ? d[k] : TAH_ADD(a[k], d[k]);
   }
   if (mode == 2 && scale != 1.0f)
@@ -392,15 +408,17 @@ __global__ void decodeTilesKernel(Inputs ins, int n, int mode, int self, const v
     if (e + k < count) static_cast<float*>(out)[e + k] = a[k];
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
 
 int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
              uint32_t* keys, cudaStream_t stream) {
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
   const bool vec = aligned16(in);
   if (L.n3 > 0) {
-    rowKeysKernel<<<static_cast<unsigned>(L.rows), kThreads, 0, stream>>>(in, dtype, count,
-                                                                           t->row, vec, keys);
+    rowKeysKernel<<<static_cast<unsigned>(L.rows), kThreads, 0, stream>>>(in, dtype, count, t->row,
+                                                                          vec, keys);
     if (launched()) return COCCL_CODEC_E_CUDA;
   }
   selectKernel<<<1, kSelectThreads, 0, stream>>>(keys, static_cast<uint32_t>(L.rows),
@@ -454,8 +472,7 @@ extern "C" int tah_device_decode_accumulate(const void* instance, const void* co
                                             cudaStream_t stream) {
   if (count == 0) return COCCL_CODEC_OK;
   const tah_instance_t* t = inst(instance);
-  if (!tah_dtype_ok(dtype) || !ins || !acc || n < 1 || n > TAH_MAX_INPUTS ||
-      tah_count_ok(t, count))
+  if (!tah_dtype_ok(dtype) || !ins || !acc || n < 1 || n > TAH_MAX_INPUTS || tah_count_ok(t, count))
     return COCCL_CODEC_E_INVALID;
   Inputs p{};
   for (int k = 0; k < n; ++k) {
@@ -465,10 +482,10 @@ extern "C" int tah_device_decode_accumulate(const void* instance, const void* co
   return decodeOn(t, p, n, 1, 0, nullptr, 1.0f, count, dtype, acc, stream);
 }
 
-extern "C" int tah_device_decode_reduce_encode(const void* instance, const void* const* ins,
-                                               int p, int self, const void* selfIn, int dtype,
-                                               size_t count, float scale, void* out,
-                                               void* decoded, void* ws, cudaStream_t stream) {
+extern "C" int tah_device_decode_reduce_encode(const void* instance, const void* const* ins, int p,
+                                               int self, const void* selfIn, int dtype,
+                                               size_t count, float scale, void* out, void* decoded,
+                                               void* ws, cudaStream_t stream) {
   if (count == 0) return COCCL_CODEC_OK;
   const tah_instance_t* t = inst(instance);
   if (!tah_dtype_ok(dtype) || p < 1 || p > TAH_MAX_INPUTS || self < 0 || self >= p || !selfIn ||

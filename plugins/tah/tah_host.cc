@@ -24,7 +24,9 @@ extern "C" int tah_count_ok(const tah_instance_t* t, size_t count) {
 
 namespace {
 
-const tah_instance_t* inst(const void* p) { return static_cast<const tah_instance_t*>(p); }
+const tah_instance_t* inst(const void* p) {
+  return static_cast<const tah_instance_t*>(p);
+}
 
 void setErr(char* err, size_t errLen, const char* msg) {
   if (err && errLen) snprintf(err, errLen, "%s", msg);
@@ -78,8 +80,7 @@ int create(const char* params, void** instance, char* err, size_t errLen) {
       const unsigned long r = strtoul(val, &e, 10);
       if (!*val || *e || r < TAH_TILE || r > TAH_MAX_ROW || r % TAH_TILE) {
         snprintf(msg, sizeof(msg),
-                 "tah: row=%s: the row (hidden size) must be a multiple of 64 in 64..65536",
-                 val);
+                 "tah: row=%s: the row (hidden size) must be a multiple of 64 in 64..65536", val);
         setErr(err, errLen, msg);
         return COCCL_CODEC_E_INVALID;
       }
@@ -98,8 +99,9 @@ int create(const char* params, void** instance, char* err, size_t errLen) {
     } else if (strcmp(kv, "had") == 0 && (!strcmp(val, "0") || !strcmp(val, "1"))) {
       t.had = val[0] == '1';
     } else {
-      snprintf(msg, sizeof(msg), "tah: bad parameter '%s%s%s' (tah takes row=N,low=F,strict=0|1,had=0|1)",
-               kv, eq ? "=" : "", val);
+      snprintf(msg, sizeof(msg),
+               "tah: bad parameter '%s%s%s' (tah takes row=N,low=F,strict=0|1,had=0|1)", kv,
+               eq ? "=" : "", val);
       setErr(err, errLen, msg);
       return COCCL_CODEC_E_INVALID;
     }
@@ -115,7 +117,9 @@ int create(const char* params, void** instance, char* err, size_t errLen) {
   return COCCL_CODEC_OK;
 }
 
-void destroy(void* instance) { free(instance); }
+void destroy(void* instance) {
+  free(instance);
+}
 
 size_t canonicalSpec(const void* instance, char* buf, size_t len) {
   const tah_instance_t* t = inst(instance);
@@ -127,12 +131,14 @@ size_t canonicalSpec(const void* instance, char* buf, size_t len) {
     snprintf(low, sizeof(low), "%u.%04u", t->lowL / TAH_LOW_DEN, fp);
     for (size_t n = strlen(low); low[n - 1] == '0'; --n) low[n - 1] = '\0';
   }
-  const int n = snprintf(buf, len, "tah:row=%u,low=%s,strict=%u,had=%u", t->row, low,
-                         t->strict, t->had);
+  const int n =
+      snprintf(buf, len, "tah:row=%u,low=%s,strict=%u,had=%u", t->row, low, t->strict, t->had);
   return n < 0 ? 0 : static_cast<size_t>(n);
 }
 
-size_t blockElems(const void* instance) { return inst(instance)->row; }
+size_t blockElems(const void* instance) {
+  return inst(instance)->row;
+}
 
 size_t encodedBytes(const void* instance, size_t count, int) {
   const tah_instance_t* t = inst(instance);
@@ -140,7 +146,9 @@ size_t encodedBytes(const void* instance, size_t count, int) {
   return tah_layout(count, t->row, t->lowL).total;
 }
 
-size_t pad256(size_t n) { return (n + 255) & ~static_cast<size_t>(255); }
+size_t pad256(size_t n) {
+  return (n + 255) & ~static_cast<size_t>(255);
+}
 
 // Host: the fp32 sum of decodeReduceEncode (4 bytes an element, padded to whole rows) and the
 // rows' (key, index) pairs (8 bytes a row). Device: tah_device_workspace.
@@ -223,8 +231,8 @@ void encodeTile(const float* x, int q, bool had, TileCode* out) {
   if (quantize(y, x, q, 1, p, &h) < errPlain) *out = h;
 }
 
-void storeTile(const TileCode& tc, int three, uint8_t* codes, uint8_t* pay,
-               const tah_layout_t& L, size_t tile) {
+void storeTile(const TileCode& tc, int three, uint8_t* codes, uint8_t* pay, const tah_layout_t& L,
+               size_t tile) {
   memcpy(pay + L.metaOff + 4 * tile, &tc.meta, 4);
   pay[L.flagOff + tile] = static_cast<uint8_t>(tc.flag);
   if (three) {
@@ -241,8 +249,7 @@ void storeTile(const TileCode& tc, int three, uint8_t* codes, uint8_t* pay,
 }
 
 // Decodes tile `tile` (row r, tile t) of a payload into d[0, 64) (fp32).
-void decodeTile(const uint8_t* pay, const tah_layout_t& L, size_t R, size_t r, size_t t,
-                float* d) {
+void decodeTile(const uint8_t* pay, const tah_layout_t& L, size_t R, size_t r, size_t t, float* d) {
   int three = 0;
   size_t off = 0;
   if (!tah_row_place(pay, &L, R, r, &three, &off)) {
@@ -366,8 +373,7 @@ int decodeAccumulate(const void* instance, const void* const* ins, int n, size_t
                      float* acc, void*) {
   if (count == 0) return COCCL_CODEC_OK;
   const tah_instance_t* t = inst(instance);
-  if (!tah_dtype_ok(dtype) || !ins || !acc || n < 1 || n > TAH_MAX_INPUTS ||
-      tah_count_ok(t, count))
+  if (!tah_dtype_ok(dtype) || !ins || !acc || n < 1 || n > TAH_MAX_INPUTS || tah_count_ok(t, count))
     return COCCL_CODEC_E_INVALID;
   for (int k = 0; k < n; ++k)
     if (!ins[k]) return COCCL_CODEC_E_INVALID;
@@ -413,12 +419,15 @@ int decodeReduceEncode(const void* instance, const void* const* ins, int p, int 
 
 #ifdef TAH_WITH_DEVICE
 #define TAH_CAPS_DEVICE COCCL_CODEC_CAP_DEVICE
-#define TAH_DEVICE_OPS                                                    \
-  {tah_device_encode, tah_device_decode, tah_device_decode_accumulate,   \
-   tah_device_decode_reduce_encode}
+#define TAH_DEVICE_OPS                                                  \
+  {                                                                     \
+    tah_device_encode, tah_device_decode, tah_device_decode_accumulate, \
+        tah_device_decode_reduce_encode                                 \
+  }
 #else
 #define TAH_CAPS_DEVICE 0u
-#define TAH_DEVICE_OPS {nullptr, nullptr, nullptr, nullptr}
+#define TAH_DEVICE_OPS \
+  { nullptr, nullptr, nullptr, nullptr }
 #endif
 
 extern "C" COCCL_CODEC_PLUGIN_EXPORT const cocclCodecPlugin_v1_t cocclCodecPlugin_v1 = {

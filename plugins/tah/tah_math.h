@@ -14,13 +14,12 @@
  *                               prefix (number of 3-bit rows in groups 0..g-1)
  *   [8G, 8G + 4NT)              per tile: uint32 meta = scale16 | zero16 << 16 (fp16, or bf16
  *                               when the tile's flag has TAH_FLAG_WIDE)
- *   [8G + 4NT, +pad4(NT))       per tile: uint8 flag = TAH_FLAG_HAD | TAH_FLAG_WIDE | pivot (6 bits)
- *   [C0, C0 + codeBytes)        codes, row by row: row r starts at (r - k) * R/2 + k * 3R/8
- *                               (k = 3-bit rows before r); tile t of the row at t * 32 (4-bit)
- *                               or t * 24 (3-bit). 4-bit: element j in byte j/2, low nibble for
- *                               even j. 3-bit: elements 8m..8m+7 as the 24-bit little-endian word
- *                               sum c_{8m+i} << 3i in bytes 3m..3m+2.
- * encodedBytes = 8G + 4NT + pad4(NT) + n4 * R/2 + n3 * 3R/8 for every dtype.
+ *   [8G + 4NT, +pad4(NT))       per tile: uint8 flag = TAH_FLAG_HAD | TAH_FLAG_WIDE | pivot (6
+ * bits) [C0, C0 + codeBytes)        codes, row by row: row r starts at (r - k) * R/2 + k * 3R/8 (k
+ * = 3-bit rows before r); tile t of the row at t * 32 (4-bit) or t * 24 (3-bit). 4-bit: element j
+ * in byte j/2, low nibble for even j. 3-bit: elements 8m..8m+7 as the 24-bit little-endian word sum
+ * c_{8m+i} << 3i in bytes 3m..3m+2. encodedBytes = 8G + 4NT + pad4(NT) + n4 * R/2 + n3 * 3R/8 for
+ * every dtype.
  *
  * Bits: the row key is the entropy H = -sum p_i log2 p_i of p = |x| / sum|x|, computed as
  * tah_row_key below (tile sums by a fixed tree, tiles summed in order, log2 by tah_log2: exponent
@@ -69,8 +68,8 @@
 #define TAH_FLAG_HAD 0x80u
 #define TAH_FLAG_WIDE 0x40u
 #define TAH_FLAG_PIVOT 0x3fu
-#define TAH_LOW_DEN 10000u   /* low = L / TAH_LOW_DEN */
-#define TAH_MAX_ROW 65536u   /* elements per row */
+#define TAH_LOW_DEN 10000u /* low = L / TAH_LOW_DEN */
+#define TAH_MAX_ROW 65536u /* elements per row */
 #define TAH_MAX_INPUTS 64
 
 TAH_HD uint32_t tah_bits(float f) {
@@ -83,14 +82,24 @@ TAH_HD float tah_float(uint32_t u) {
   memcpy(&f, &u, 4);
   return f;
 }
-TAH_HD float tah_abs(float x) { return tah_float(tah_bits(x) & 0x7fffffffu); }
-TAH_HD float tah_fin(float x) { return (tah_bits(x) & 0x7f800000u) == 0x7f800000u ? 0.0f : x; }
-TAH_HD float tah_max(float m, float a) { return a > m ? a : m; }
-TAH_HD float tah_min(float m, float a) { return a < m ? a : m; }
+TAH_HD float tah_abs(float x) {
+  return tah_float(tah_bits(x) & 0x7fffffffu);
+}
+TAH_HD float tah_fin(float x) {
+  return (tah_bits(x) & 0x7f800000u) == 0x7f800000u ? 0.0f : x;
+}
+TAH_HD float tah_max(float m, float a) {
+  return a > m ? a : m;
+}
+TAH_HD float tah_min(float m, float a) {
+  return a < m ? a : m;
+}
 
 /* ---- 16-bit formats (integer code: exact, round to nearest even) ------------------------ */
 
-TAH_HD float tah_bf16_to_f32(uint16_t h) { return tah_float((uint32_t)h << 16); }
+TAH_HD float tah_bf16_to_f32(uint16_t h) {
+  return tah_float((uint32_t)h << 16);
+}
 TAH_HD uint16_t tah_f32_to_bf16(float f) {
   const uint32_t u = tah_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)0x7fc0u; /* a constant NaN */
@@ -113,7 +122,7 @@ TAH_HD uint16_t tah_f32_to_f16(float f) {
   const uint32_t u = tah_bits(f);
   const uint16_t s = (uint16_t)((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)0x7e00u;       /* a constant NaN */
+  if (a > 0x7f800000u) return (uint16_t)0x7e00u;        /* a constant NaN */
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u); /* >= 65520: Inf */
   if (a >= 0x38800000u) {                               /* normal */
     uint32_t h = ((a >> 23) - 112u) << 10 | ((a >> 13) & 0x3ffu);
@@ -138,17 +147,23 @@ TAH_HD float tah_load_raw(const void* p, int dtype, size_t i) {
   if (dtype == TAH_DT_F16) return tah_f16_to_f32(((const uint16_t*)p)[i]);
   return tah_bf16_to_f32(((const uint16_t*)p)[i]);
 }
-TAH_HD float tah_load(const void* p, int dtype, size_t i) { return tah_fin(tah_load_raw(p, dtype, i)); }
+TAH_HD float tah_load(const void* p, int dtype, size_t i) {
+  return tah_fin(tah_load_raw(p, dtype, i));
+}
 TAH_HD void tah_store(void* p, int dtype, size_t i, float v) {
-  if (dtype == TAH_DT_F32) ((float*)p)[i] = v;
-  else if (dtype == TAH_DT_F16) ((uint16_t*)p)[i] = tah_f32_to_f16(v);
-  else ((uint16_t*)p)[i] = tah_f32_to_bf16(v);
+  if (dtype == TAH_DT_F32)
+    ((float*)p)[i] = v;
+  else if (dtype == TAH_DT_F16)
+    ((uint16_t*)p)[i] = tah_f32_to_f16(v);
+  else
+    ((uint16_t*)p)[i] = tah_f32_to_bf16(v);
 }
 
 /* ---- entropy key --------------------------------------------------------------------------- */
 
-/* log2(x) for normal x > 0: e + t * (c1 + t * (c2 + t * (c3 + t * (c4 + t * c5)))), x = 2^e (1 + t),
- * t in [0, 1) (least-squares fit, |error| < 3e-5); 0 for x below 2^-126 (such terms are dropped). */
+/* log2(x) for normal x > 0: e + t * (c1 + t * (c2 + t * (c3 + t * (c4 + t * c5)))), x = 2^e (1 +
+ * t), t in [0, 1) (least-squares fit, |error| < 3e-5); 0 for x below 2^-126 (such terms are
+ * dropped). */
 TAH_HD float tah_log2(float x) {
   const uint32_t u = tah_bits(x);
   const int e = (int)((u >> 23) & 0xffu);
@@ -162,7 +177,9 @@ TAH_HD float tah_log2(float x) {
   return TAH_ADD((float)(e - 127), TAH_MUL(p, t));
 }
 /* What element |x| = a adds to the row's U = sum a log2 a. */
-TAH_HD float tah_ulog(float a) { return TAH_MUL(a, tah_log2(a)); }
+TAH_HD float tah_ulog(float a) {
+  return TAH_MUL(a, tah_log2(a));
+}
 
 /* The row's key from S = sum |x| and U = sum |x| log2 |x| (each tile by the tree of
  * tah_tile_sum, the tiles added in order starting from 0): H = log2 S - U / S, 0 when S is 0 or
@@ -224,7 +241,9 @@ TAH_HD unsigned tah_code(float v, float z, float s, int q) {
   if (c > (float)q) c = (float)q;
   return (unsigned)TAH_SUB(TAH_ADD(c, 12582912.0f), 12582912.0f);
 }
-TAH_HD float tah_value(unsigned c, float z, float s) { return TAH_ADD(z, TAH_MUL((float)c, s)); }
+TAH_HD float tah_value(unsigned c, float z, float s) {
+  return TAH_ADD(z, TAH_MUL((float)c, s));
+}
 
 /* 64-point Walsh-Hadamard transform scaled by 1/8, stages h = 1, 2, 4, ..., 32 in this order
  * ((a, b) -> (a + b, a - b)), then each value times 0.125 (host form; the device runs the same
@@ -265,8 +284,8 @@ TAH_HD tah_layout_t tah_layout(size_t count, size_t R, uint32_t lowL) {
 /* Whether row r is 3-bit, and its code offset within the code section, from the header (any
  * header bytes are safe: the offset is clamped so that the row lies inside the section).
  * Returns 0 when the row cannot lie in it (a garbage payload: decode it as zeros). */
-TAH_HD int tah_row_place(const uint8_t* pay, const tah_layout_t* L, size_t R, size_t r,
-                         int* three, size_t* off) {
+TAH_HD int tah_row_place(const uint8_t* pay, const tah_layout_t* L, size_t R, size_t r, int* three,
+                         size_t* off) {
   uint32_t bits, prefix;
   memcpy(&bits, pay + 8 * (r / 32), 4);
   memcpy(&prefix, pay + 8 * (r / 32) + 4, 4);

@@ -21,13 +21,13 @@ namespace {
 const cocclCodecPlugin_v1_t* D = nullptr;
 int failures = 0;
 
-#define CK(x)                                                                       \
-  do {                                                                              \
-    cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) {                                                        \
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                 \
-    }                                                                               \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 struct Dev {  // a device buffer of n bytes
@@ -70,15 +70,15 @@ std::vector<uint8_t> input(size_t n, size_t R, int dtype, int kind, unsigned see
     float v = nd(g);
     if (kind == 1 && (i % R) % 97 == 5) v *= 40.0f;  // outlier channels
     if (kind == 2 && g() % 500 == 0) v = 3000.0f;    // a few huge elements
-    if (kind == 3) v = row0[i % R];                   // equal rows: ties by index
+    if (kind == 3) v = row0[i % R];                  // equal rows: ties by index
     tah_store(out.data(), dtype, i, v);
   }
   return out;
 }
 
 void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int kind) {
-  const std::string tag = std::string(spec) + " n=" + std::to_string(n) + " dtype=" +
-                          std::to_string(dtype) + " kind=" + std::to_string(kind);
+  const std::string tag = std::string(spec) + " n=" + std::to_string(n) +
+                          " dtype=" + std::to_string(dtype) + " kind=" + std::to_string(kind);
   const size_t es = dtype == TAH_DT_F32 ? 4 : 2, pb = D->encodedBytes(inst, n, dtype);
   const size_t wsH = D->workspaceBytes(inst, n, dtype, 3, 0),
                wsD = D->workspaceBytes(inst, n, dtype, 3, 1);
@@ -125,8 +125,7 @@ void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int
     D->host.decodeReduceEncode(inst, hIns, 3, 1, raw[1].data(), dtype, n, scale, hPay.data(),
                                hDec.data(), hw);
     upload(dIn, raw[1]);
-    D->device.decodeReduceEncode(inst, dIns, 3, 1, dIn.p, dtype, n, scale, dOut.p, dIn.p, dws.p,
-                                 s);
+    D->device.decodeReduceEncode(inst, dIns, 3, 1, dIn.p, dtype, n, scale, dOut.p, dIn.p, dws.p, s);
     CK(cudaStreamSynchronize(s));
     const std::string t = " scale " + std::to_string(scale) + " " + tag;
     expectSame(hPay, toHost(dOut.p, pb), "decodeReduceEncode out" + t);
@@ -159,14 +158,12 @@ void perf(void* inst) {
   const double copy = time("cudaMemcpy D2D 256 MiB", [&] {
     CK(cudaMemcpyAsync(out.p, in.p, 2 * n, cudaMemcpyDeviceToDevice, 0));
   });
-  const double enc = time("tah encode 256 MiB bf16", [&] {
-    D->device.encode(inst, in.p, TAH_DT_BF16, n, pay.p, ws.p, 0);
-  });
-  const double dec = time("tah decode 256 MiB bf16", [&] {
-    D->device.decode(inst, pay.p, n, TAH_DT_BF16, out.p, ws.p, 0);
-  });
-  std::printf("perf encode %.0f%% and decode %.0f%% of the copy (goal >= 70%%)\n",
-              100 * enc / copy, 100 * dec / copy);
+  const double enc = time("tah encode 256 MiB bf16",
+                          [&] { D->device.encode(inst, in.p, TAH_DT_BF16, n, pay.p, ws.p, 0); });
+  const double dec = time("tah decode 256 MiB bf16",
+                          [&] { D->device.decode(inst, pay.p, n, TAH_DT_BF16, out.p, ws.p, 0); });
+  std::printf("perf encode %.0f%% and decode %.0f%% of the copy (goal >= 70%%)\n", 100 * enc / copy,
+              100 * dec / copy);
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ constexpr cocclDataType_t kTypes[] = {cocclFloat32, cocclFloat16, cocclBfloat16}
 inline const char* typeName(cocclDataType_t dt) {
   return dt == cocclFloat32 ? "fp32" : dt == cocclFloat16 ? "fp16" : "bf16";
 }
-inline size_t typeBytes(cocclDataType_t dt) { return dt == cocclFloat32 ? 4 : 2; }
+inline size_t typeBytes(cocclDataType_t dt) {
+  return dt == cocclFloat32 ? 4 : 2;
+}
 
 inline std::vector<uint8_t> toType(const std::vector<float>& x, cocclDataType_t dt) {
   std::vector<uint8_t> out(x.size() * typeBytes(dt));

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -56,9 +56,9 @@ TEST(Tah, BytesEqualFormulaAndEncodeWritesExactly) {
     for (size_t rows : {1, 4, 5, 31, 32, 33, 100}) {
       auto c = tahCodec(spec);
       const size_t R = c->blockElems(), n = rows * R;
-      const double low = std::string(spec).find("0.5") != std::string::npos ? 0.5
+      const double low = std::string(spec).find("0.5") != std::string::npos     ? 0.5
                          : std::string(spec).find("low=0") != std::string::npos ? 0.0
-                                                                                  : 0.2;
+                                                                                : 0.2;
       for (cocclDataType_t dt : kTypes) {
         ASSERT_EQ(c->encodedBytes(n, dt), formulaBytes(n, R, low)) << spec << " rows " << rows;
         const std::vector<float> x = activations(rows, R, "normal", 7 + rows);
@@ -171,8 +171,8 @@ TEST(Tah, OutlierChannelsHadamardHelps) {
                 a.meanRow, b.meanRow);
     EXPECT_EQ(a.overBound, 0u);
     EXPECT_EQ(b.overBound, 0u);
-    EXPECT_LT(a.meanRow, 0.6 * b.meanRow) << typeName(dt) << " had " << a.meanRow << " plain "
-                                          << b.meanRow;
+    EXPECT_LT(a.meanRow, 0.6 * b.meanRow)
+        << typeName(dt) << " had " << a.meanRow << " plain " << b.meanRow;
   }
 }
 

@@ -53,10 +53,12 @@ RowErr measure(const CodecPtr& c, const std::vector<uint8_t>& in, size_t rows, s
 TEST(TahData, PipelineBoundaryTensors) {
   const std::string dir = TAH_DATA_DIR;
   std::ifstream mf(dir + "/manifest.json");
-  if (!mf) GTEST_SKIP() << "no " << dir << "/manifest.json (perf/scripts/capture_pp_activations.py)";
+  if (!mf)
+    GTEST_SKIP() << "no " << dir << "/manifest.json (perf/scripts/capture_pp_activations.py)";
   const nlohmann::json m = nlohmann::json::parse(mf);
-  std::printf("| tensor | rows x row | bits/elem | row rel. err median | p90 | max | "
-              "had=0 median | had=0 max |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| tensor | rows x row | bits/elem | row rel. err median | p90 | max | "
+      "had=0 median | had=0 max |\n|---|---|---|---|---|---|---|---|\n");
   for (const auto& t : m.at("tensors")) {
     const size_t rows = t.at("rows"), R = t.at("row");
     ASSERT_EQ(t.at("dtype"), "bf16");
