@@ -28,9 +28,6 @@ size_t pad256(size_t n) {
 unsigned gridFor(size_t items, size_t per) {
   return static_cast<unsigned>((items + per - 1) / per);
 }
-int launched() {
-  return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
-}
 
 // ---- group helpers (8 lanes, mask of the group) ------------------------------------------
 
@@ -412,6 +409,12 @@ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+#ifndef COCCL_DEVICE_EMULATION  // test_tah_device_emulated.cc (tests/plugins/tah) launches
+                                // the kernels above as host code (tests/gpu/emu) itself
+int launched() {
+  return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
+}
+
 int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
              uint32_t* keys, cudaStream_t stream) {
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
@@ -440,7 +443,11 @@ int decodeOn(const tah_instance_t* t, const Inputs& ins, int n, int mode, int se
   return launched();
 }
 
+#endif  // COCCL_DEVICE_EMULATION
+
 }  // namespace
+
+#ifndef COCCL_DEVICE_EMULATION
 
 extern "C" size_t tah_device_workspace(const tah_instance_t* t, size_t count, int) {
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
@@ -509,3 +516,4 @@ extern "C" int tah_device_decode_reduce_encode(const void* instance, const void*
   }
   return rc;
 }
+#endif  // COCCL_DEVICE_EMULATION

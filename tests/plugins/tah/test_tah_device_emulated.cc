@@ -1,0 +1,189 @@
+// tah's device kernels (plugins/tah/tah_device.cu) compiled as host code with the CPU emulation of
+// tests/gpu/emu (a block is cooperative lanes; shuffles, ballots and barriers are exchanged
+// between them) and launched here as tah_device.cu's launchers do: their bytes must be the host
+// operations' (tah_host.cc) for encode, decode, decodeAccumulate and decodeReduceEncode on fp32,
+// fp16 and bf16. No GPU; the real device check is tests/gpu/plugins/test_tah_device.cc.
+#include <cuda_runtime.h>  // tests/gpu/emu/cuda_runtime.h
+
+#include <cstdint>
+#include <cstring>
+
+// The intrinsics tah_device.cu uses beyond what the emulation provides, built from ballots
+// (each bit of a value is one ballot), so they follow its lane and mask rules.
+inline uint32_t emuGather(unsigned mask, uint32_t v, int src) {
+  uint32_t r = 0;
+  for (int b = 0; b < 32; ++b) {
+    const unsigned bb = __ballot_sync(mask, (v >> b) & 1u);
+    r |= ((bb >> src) & 1u) << b;
+  }
+  return r;
+}
+inline int emuLane() {
+  return static_cast<int>(threadIdx.x & 31u);
+}
+inline float __shfl_sync(unsigned mask, float v, int src, int width = 32) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u = emuGather(mask, u, (emuLane() & ~(width - 1)) + (src & (width - 1)));
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+inline unsigned __shfl_up_sync(unsigned mask, unsigned v, int delta, int width = 32) {
+  const int lane = emuLane(), lo = lane & ~(width - 1);
+  return emuGather(mask, v, lane - delta >= lo ? lane - delta : lane);
+}
+inline unsigned __match_any_sync(unsigned mask, unsigned v) {
+  unsigned peers = mask;
+  for (int b = 0; b < 32; ++b) {
+    const bool mine = (v >> b) & 1u;
+    const unsigned bb = __ballot_sync(mask, mine);
+    peers &= mine ? bb : ~bb;
+  }
+  return peers;
+}
+inline int __popc(unsigned x) {
+  return __builtin_popcount(x);
+}
+inline int __ffs(unsigned x) {
+  return __builtin_ffs(static_cast<int>(x));
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {  // lanes of a block share one OS thread
+  const unsigned o = *p;
+  *p = o + v;
+  return o;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "tah_device.cu"
+#pragma GCC diagnostic pop
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" const cocclCodecPlugin_v1_t cocclCodecPlugin_v1;  // tah_host.cc, linked in
+
+namespace {
+
+void launch(size_t blocks, unsigned threads, const std::function<void()>& body) {
+  for (size_t b = 0; b < blocks; ++b) {
+    std::string err;
+    ASSERT_TRUE(block_emu::runBlock(static_cast<unsigned>(b), static_cast<unsigned>(blocks),
+                                    threads, body, &err))
+        << err;
+  }
+}
+
+// tah_device.cu's encodeOn and decodeOn, with the emulated launches.
+void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
+               uint32_t* keys) {
+  const tah_layout_t L = tah_layout(count, t->row, t->lowL);
+  const bool vec = aligned16(in);
+  if (L.n3 > 0)
+    launch(L.rows, kThreads, [&] { rowKeysKernel(in, dtype, count, t->row, vec, keys); });
+  launch(1, kSelectThreads, [&] {
+    selectKernel(keys, static_cast<uint32_t>(L.rows), static_cast<uint32_t>(L.n3),
+                 reinterpret_cast<uint32_t*>(out));
+  });
+  launch(gridFor(L.tiles, kTilesPerCta), kThreads,
+         [&] { encodeTilesKernel(in, dtype, count, t->row, t->lowL, t->had != 0, vec, out); });
+}
+void emuDecode(const tah_instance_t* t, const Inputs& ins, int n, int mode, int self,
+               const void* selfIn, float scale, size_t count, int dtype, void* out) {
+  const tah_layout_t L = tah_layout(count, t->row, t->lowL);
+  const bool vec = aligned16(out) && (mode != 2 || aligned16(selfIn));
+  launch(gridFor(L.tiles, kTilesPerCta), kThreads, [&] {
+    decodeTilesKernel(ins, n, mode, self, selfIn, scale, count, t->row, t->lowL, dtype, vec, out);
+  });
+}
+
+std::vector<uint8_t> input(size_t n, size_t R, int dtype, int kind, unsigned seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<uint8_t> out(n * (dtype == TAH_DT_F32 ? 4 : 2));
+  std::vector<float> row0(R);
+  for (float& v : row0) v = nd(g);
+  for (size_t i = 0; i < n; ++i) {
+    float v = nd(g);
+    if (kind == 1 && (i % R) % 97 == 5) v *= 40.0f;
+    if (kind == 2 && g() % 300 == 0) v = 3000.0f;
+    if (kind == 3) v = row0[i % R];
+    if (kind == 4 && i % 777 == 3) v = i % 2 ? INFINITY : NAN;
+    tah_store(out.data(), dtype, i, v);
+  }
+  return out;
+}
+
+struct Case {
+  const char* params;
+  size_t rows, extra;  // count = rows * row + extra
+  int kind;
+};
+
+class TahEmu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
+  const cocclCodecPlugin_v1_t* D = &cocclCodecPlugin_v1;
+  const Case c = GetParam();
+  void* instP = nullptr;
+  char err[128];
+  ASSERT_EQ(D->create(c.params, &instP, err, sizeof(err)), 0) << err;
+  const tah_instance_t* t = static_cast<const tah_instance_t*>(instP);
+  const size_t n = c.rows * t->row + c.extra, pb = D->encodedBytes(instP, n, TAH_DT_F32);
+  std::vector<uint8_t> hws(D->workspaceBytes(instP, n, TAH_DT_F32, 3, 0) + 256);
+  void* hw = hws.data() + ((256 - (reinterpret_cast<uintptr_t>(hws.data()) & 255)) & 255);
+  std::vector<uint32_t> keys(c.rows + 2);
+  std::vector<float> acc32(n + 4);
+  for (int dtype : {TAH_DT_F32, TAH_DT_F16, TAH_DT_BF16}) {
+    const size_t es = dtype == TAH_DT_F32 ? 4 : 2;
+    std::vector<std::vector<uint8_t>> raw(3), hp(3, std::vector<uint8_t>(pb));
+    Inputs ins{};
+    const void* hIns[3];
+    for (int r = 0; r < 3; ++r) {
+      raw[r] = input(n, t->row, dtype, r == 1 ? c.kind : (c.kind == 3 ? 3 : 0), 50 + r);
+      ASSERT_EQ(D->host.encode(instP, raw[r].data(), dtype, n, hp[r].data(), hw), 0);
+      std::vector<uint8_t> dp(pb, 0xEE);
+      emuEncode(t, raw[r].data(), dtype, n, dp.data(), keys.data());
+      ASSERT_EQ(dp, hp[r]) << "encode dtype " << dtype << " input " << r;
+      ins.p[r] = hp[r].data();
+      hIns[r] = hp[r].data();
+    }
+    std::vector<uint8_t> ho(n * es), dout(n * es, 0xEE);
+    D->host.decode(instP, hp[1].data(), n, dtype, ho.data(), hw);
+    Inputs one{};
+    one.p[0] = hp[1].data();
+    emuDecode(t, one, 1, 0, 0, nullptr, 1.0f, n, dtype, dout.data());
+    ASSERT_EQ(dout, ho) << "decode dtype " << dtype;
+    std::vector<float> ha(n), da(n);
+    for (size_t i = 0; i < n; ++i) ha[i] = da[i] = 0.125f * static_cast<float>(i % 5);
+    D->host.decodeAccumulate(instP, hIns, 3, n, dtype, ha.data(), hw);
+    emuDecode(t, ins, 3, 1, 0, nullptr, 1.0f, n, dtype, da.data());
+    ASSERT_EQ(0, std::memcmp(ha.data(), da.data(), 4 * n)) << "decodeAccumulate dtype " << dtype;
+    for (float scale : {1.0f, 1.0f / 3.0f}) {  // decodeReduceEncode, p = 3, self = 1
+      std::vector<uint8_t> hpay(pb), hdec(n * es), dpay(pb, 0xEE), ddec = raw[1];
+      D->host.decodeReduceEncode(instP, hIns, 3, 1, raw[1].data(), dtype, n, scale, hpay.data(),
+                                 hdec.data(), hw);
+      emuDecode(t, ins, 3, 2, 1, ddec.data(), scale, n, dtype, acc32.data());
+      emuEncode(t, acc32.data(), TAH_DT_F32, n, dpay.data(), keys.data());
+      Inputs o{};
+      o.p[0] = dpay.data();
+      emuDecode(t, o, 1, 0, 0, nullptr, 1.0f, n, dtype, ddec.data());  // in place of selfIn
+      ASSERT_EQ(dpay, hpay) << "decodeReduceEncode out dtype " << dtype << " scale " << scale;
+      ASSERT_EQ(ddec, hdec) << "decodeReduceEncode decoded dtype " << dtype;
+    }
+  }
+  D->destroy(instP);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TahEmu,
+    ::testing::Values(Case{"row=1024", 37, 0, 0}, Case{"row=1024", 40, 333, 1},
+                      Case{"row=64,low=0.5", 70, 7, 2}, Case{"row=192,low=0.3", 45, 0, 3},
+                      Case{"row=256", 3, 100, 4}, Case{"row=128,low=1", 33, 0, 1},
+                      Case{"row=64,low=0", 5, 0, 2}, Case{"row=1024", 0, 7, 0}));
+
+}  // namespace
