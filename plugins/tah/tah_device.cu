@@ -145,9 +145,10 @@ __device__ float gQuantize(unsigned m, const float* v, const float* x, int q, bo
   *flag = wide | (had ? TAH_FLAG_HAD | pivot : 0u);
   float z, s;
   tah_meta_zs(*meta, *flag, &z, &s);
+  const float inv = tah_inv(s);
   float d[8];
   for (int k = 0; k < 8; ++k) {
-    c[k] = tah_code(v[k], z, s, q);
+    c[k] = tah_code(v[k], z, inv, q);
     d[k] = tah_value(c[k], z, s);
   }
   if (!wantErr) return 0.0f;

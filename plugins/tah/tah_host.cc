@@ -196,9 +196,10 @@ float quantize(const float* v, const float* x, int q, int had, unsigned pivot, T
   tc->flag = wide | (had ? TAH_FLAG_HAD | pivot : 0u);
   float z, s;
   tah_meta_zs(tc->meta, tc->flag, &z, &s);
+  const float inv = tah_inv(s);
   float d[TAH_TILE];
   for (int i = 0; i < TAH_TILE; ++i) {
-    tc->c[i] = tah_code(v[i], z, s, q);
+    tc->c[i] = tah_code(v[i], z, inv, q);
     d[i] = tah_value(tc->c[i], z, s);
   }
   if (had) {

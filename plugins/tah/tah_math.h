@@ -27,7 +27,8 @@
  * are 3-bit.
  * Tile (values v[0..63], non-finite input elements read as 0): Q = 7 or 15; mn, mx = min, max;
  * wide = max(|mn|, |mx|) > 65504 or < 2^-10; zero z = rne16(mn) (fp16, bf16 if wide); scale
- * s = rne16((mx - z) / Q); code = rne(clamp((v - z) / s, 0, Q)) (0 when s == 0); value = z + c*s.
+ * s = rne16((mx - z) / Q); code = rne(clamp((v - z) * (1 / s), 0, Q)) (0 when s == 0); value
+ * z + c*s.
  * Pivot + Hadamard: if m1 = max|x| (first index p) > 0 and 2 * (max over i != p of |x_i|) <= m1,
  * the tile is also coded as y = WHT64(swap(x, 0, p)) / 8 and that coding is kept (flag HAD) when
  * its largest element error after decoding (WHT, swap back) is smaller than the plain coding's.
@@ -233,11 +234,14 @@ TAH_HD void tah_meta_zs(uint32_t meta, unsigned flag, float* z, float* s) {
     *s = tah_f16_to_f32(sh);
   }
 }
-/* rne(clamp((v - z) / s, 0, q)); 0 when s is not > 0 or the quotient is NaN. */
-TAH_HD unsigned tah_code(float v, float z, float s, int q) {
-  if (!(s > 0.0f)) return 0u;
-  float c = TAH_DIV(TAH_SUB(v, z), s);
-  if (!(c > 0.0f)) return 0u; /* negative or NaN */
+/* The tile's reciprocal step: 1 / s (one fp32 division a tile), 0 when s is not > 0. */
+TAH_HD float tah_inv(float s) {
+  return s > 0.0f ? TAH_DIV(1.0f, s) : 0.0f;
+}
+/* rne(clamp((v - z) * inv, 0, q)), inv = tah_inv(s); 0 when the product is not > 0 (inv 0, NaN). */
+TAH_HD unsigned tah_code(float v, float z, float inv, int q) {
+  float c = TAH_MUL(TAH_SUB(v, z), inv);
+  if (!(c > 0.0f)) return 0u; /* negative, 0 or NaN */
   if (c > (float)q) c = (float)q;
   return (unsigned)TAH_SUB(TAH_ADD(c, 12582912.0f), 12582912.0f);
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -76,6 +77,56 @@ TEST(TahData, PipelineBoundaryTensors) {
     EXPECT_EQ(a.overBound, 0u) << t.at("file");
     EXPECT_LT(a.median, 0.15) << t.at("file");
     EXPECT_LE(a.median, b.median * 1.001) << t.at("file");
+  }
+}
+
+// The real tensor-parallel payloads of ../shared/data (perf/scripts/tp_gpt.py: 8 layers, hidden
+// 768, [256 tokens, 768] bf16 per tensor): forward row-parallel partial activations and backward
+// column-parallel activation gradients, per step and kind over all layers, modules and ranks.
+TEST(TahData, TensorParallelPayloads) {
+  const std::string path = TAH_TP_MANIFEST;
+  std::ifstream mf(path);
+  if (!mf) GTEST_SKIP() << "no " << path;
+  const nlohmann::json m = nlohmann::json::parse(mf);
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  struct Agg {
+    std::vector<double> med, p90, max, hmed;
+    double bits = 0;
+    size_t over = 0;
+  };
+  std::map<std::pair<int, std::string>, Agg> agg;
+  for (const auto& t : m.at("tensors")) {
+    const size_t rows = t.at("shape")[0], R = t.at("shape")[1];
+    if (t.at("dtype") != "bf16" || R % 64) continue;
+    std::ifstream f(dir + "/" + t.at("file").get<std::string>(), std::ios::binary);
+    ASSERT_TRUE(f) << t.at("file");
+    f.seekg(t.at("offset").get<std::streamoff>());
+    std::vector<uint8_t> in(rows * R * 2);
+    f.read(reinterpret_cast<char*>(in.data()), static_cast<std::streamsize>(in.size()));
+    ASSERT_EQ(static_cast<size_t>(f.gcount()), in.size());
+    const std::string spec = "tah:row=" + std::to_string(R);
+    const RowErr a = measure(tahCodec(spec), in, rows, R);
+    const RowErr b = measure(tahCodec(spec + ",had=0"), in, rows, R);
+    Agg& g = agg[{t.at("step").get<int>(), t.at("kind").get<std::string>()}];
+    g.med.push_back(a.median), g.p90.push_back(a.p90), g.max.push_back(a.max);
+    g.hmed.push_back(b.median);
+    g.bits = a.bits, g.over += a.overBound;
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / v.size();
+  };
+  std::printf(
+      "| step | kind | tensors | bits/elem | row rel. err median (mean over tensors) | p90 "
+      "| worst row | had=0 median |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& [k, g] : agg) {
+    std::printf("| %d | %s | %zu | %.3f | %.4f | %.4f | %.4f | %.4f |\n", k.first, k.second.c_str(),
+                g.med.size(), g.bits, mean(g.med), mean(g.p90),
+                *std::max_element(g.max.begin(), g.max.end()), mean(g.hmed));
+    EXPECT_EQ(g.over, 0u) << k.second;
+    EXPECT_LT(mean(g.med), 0.15) << k.second;
+    EXPECT_LE(mean(g.med), mean(g.hmed) * 1.001) << k.second;
   }
 }
 
