@@ -164,8 +164,16 @@ __device__ float gQuantize(unsigned m, const float* v, const float* x, int q, bo
 // ---- encode ---------------------------------------------------------------------------
 
 // keys[r] = tah_row_key of row r. One CTA a row; group g takes tiles g, g + 32, ...
-__global__ void rowKeysKernel(const void* in, int dtype, size_t count, uint32_t R, bool vec,
-                              uint32_t* keys) {
+// The encoded values: fin(fin(x) * scale) (scale 1: fin(x); tah_host.cc's encodeImpl).
+__device__ void loadScaled8(const void* in, int dtype, size_t count, size_t e, bool vec,
+                            float scale, float* x) {
+  load8(in, dtype, count, e, vec, x);
+  if (scale != 1.0f)
+    for (int k = 0; k < 8; ++k) x[k] = tah_fin(TAH_MUL(x[k], scale));
+}
+
+__global__ void rowKeysKernel(const void* in, int dtype, size_t count, float scale, uint32_t R,
+                              bool vec, uint32_t* keys) {
   __shared__ float sS[TAH_MAX_ROW / TAH_TILE], sU[TAH_MAX_ROW / TAH_TILE];
   const size_t r = blockIdx.x;
   const uint32_t T = R / TAH_TILE;
@@ -173,7 +181,7 @@ __global__ void rowKeysKernel(const void* in, int dtype, size_t count, uint32_t 
   const int g = threadIdx.x / 8, j = threadIdx.x & 7;
   for (uint32_t t = g; t < T; t += kTilesPerCta) {
     float x[8], a[8], u[8];
-    load8(in, dtype, count, r * R + t * TAH_TILE + 8 * j, vec, x);
+    loadScaled8(in, dtype, count, r * R + t * TAH_TILE + 8 * j, vec, scale, x);
     for (int k = 0; k < 8; ++k) a[k] = tah_abs(x[k]), u[k] = tah_ulog(a[k]);
     const float s = gSum(m, tah_sum8(a)), uu = gSum(m, tah_sum8(u));
     if (j == 0) sS[t] = s, sU[t] = uu;
@@ -274,7 +282,7 @@ __global__ void selectKernel(const uint32_t* keys, uint32_t rows, uint32_t n3, u
   }
 }
 
-__global__ void encodeTilesKernel(const void* in, int dtype, size_t count, uint32_t R,
+__global__ void encodeTilesKernel(const void* in, int dtype, size_t count, float scale, uint32_t R,
                                   uint32_t lowL, bool had, bool vec, uint8_t* out) {
   const tah_layout_t L = tah_layout(count, R, lowL);
   const size_t tile = static_cast<size_t>(blockIdx.x) * kTilesPerCta + threadIdx.x / 8;
@@ -289,7 +297,7 @@ __global__ void encodeTilesKernel(const void* in, int dtype, size_t count, uint3
   tah_row_place(out, &L, R, r, &three, &off);
   const int q = three ? 7 : 15;
   float x[8];
-  load8(in, dtype, count, r * R + t * TAH_TILE + 8 * j, vec, x);
+  loadScaled8(in, dtype, count, r * R + t * TAH_TILE + 8 * j, vec, scale, x);
   // pivot candidate: m1 = max |x| at its first index p, m2 = max of the others
   float m1 = 0.0f;
   unsigned p = 0;
@@ -416,13 +424,13 @@ int launched() {
   return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
 }
 
-int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
-             uint32_t* keys, cudaStream_t stream) {
+int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, float scale,
+             uint8_t* out, uint32_t* keys, cudaStream_t stream) {
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
   const bool vec = aligned16(in);
   if (L.n3 > 0) {
-    rowKeysKernel<<<static_cast<unsigned>(L.rows), kThreads, 0, stream>>>(in, dtype, count, t->row,
-                                                                          vec, keys);
+    rowKeysKernel<<<static_cast<unsigned>(L.rows), kThreads, 0, stream>>>(in, dtype, count, scale,
+                                                                          t->row, vec, keys);
     if (launched()) return COCCL_CODEC_E_CUDA;
   }
   selectKernel<<<1, kSelectThreads, 0, stream>>>(keys, static_cast<uint32_t>(L.rows),
@@ -430,7 +438,7 @@ int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, u
                                                  reinterpret_cast<uint32_t*>(out));
   if (launched()) return COCCL_CODEC_E_CUDA;
   encodeTilesKernel<<<gridFor(L.tiles, kTilesPerCta), kThreads, 0, stream>>>(
-      in, dtype, count, t->row, t->lowL, t->had != 0, vec, out);
+      in, dtype, count, scale, t->row, t->lowL, t->had != 0, vec, out);
   return launched();
 }
 
@@ -450,9 +458,9 @@ int decodeOn(const tah_instance_t* t, const Inputs& ins, int n, int mode, int se
 
 #ifndef COCCL_DEVICE_EMULATION
 
-extern "C" size_t tah_device_workspace(const tah_instance_t* t, size_t count, int) {
+extern "C" size_t tah_device_workspace(const tah_instance_t* t, size_t count, int p) {
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
-  return pad256(4 * count) + pad256(4 * L.rows);
+  return (p >= 2 ? pad256(4 * count) : 0) + pad256(4 * L.rows);
 }
 
 extern "C" int tah_device_encode(const void* instance, const void* in, int dtype, size_t count,
@@ -461,8 +469,8 @@ extern "C" int tah_device_encode(const void* instance, const void* in, int dtype
   const tah_instance_t* t = inst(instance);
   if (!tah_dtype_ok(dtype) || !in || !out || !ws || tah_count_ok(t, count))
     return COCCL_CODEC_E_INVALID;
-  uint32_t* keys = reinterpret_cast<uint32_t*>(static_cast<char*>(ws) + pad256(4 * count));
-  return encodeOn(t, in, dtype, count, static_cast<uint8_t*>(out), keys, stream);
+  return encodeOn(t, in, dtype, count, 1.0f, static_cast<uint8_t*>(out), static_cast<uint32_t*>(ws),
+                  stream);
 }
 
 extern "C" int tah_device_decode(const void* instance, const void* in, size_t count, int dtype,
@@ -505,11 +513,17 @@ extern "C" int tah_device_decode_reduce_encode(const void* instance, const void*
     if (!ins[r]) return COCCL_CODEC_E_INVALID;
     in.p[r] = static_cast<const uint8_t*>(ins[r]);
   }
-  float* acc = static_cast<float*>(ws);
-  uint32_t* keys = reinterpret_cast<uint32_t*>(static_cast<char*>(ws) + pad256(4 * count));
-  int rc = decodeOn(t, in, p, 2, self, selfIn, scale, count, dtype, acc, stream);
-  if (rc == COCCL_CODEC_OK)
-    rc = encodeOn(t, acc, TAH_DT_F32, count, static_cast<uint8_t*>(out), keys, stream);
+  int rc;
+  if (p == 1) {  // acc = selfIn * scale: encoded on the fly (workspace: the keys only)
+    rc = encodeOn(t, selfIn, dtype, count, scale, static_cast<uint8_t*>(out),
+                  static_cast<uint32_t*>(ws), stream);
+  } else {
+    float* acc = static_cast<float*>(ws);
+    uint32_t* keys = reinterpret_cast<uint32_t*>(static_cast<char*>(ws) + pad256(4 * count));
+    rc = decodeOn(t, in, p, 2, self, selfIn, scale, count, dtype, acc, stream);
+    if (rc == COCCL_CODEC_OK)
+      rc = encodeOn(t, acc, TAH_DT_F32, count, 1.0f, static_cast<uint8_t*>(out), keys, stream);
+  }
   if (rc == COCCL_CODEC_OK && decoded) {
     Inputs o{};
     o.p[0] = static_cast<const uint8_t*>(out);

@@ -150,8 +150,9 @@ size_t pad256(size_t n) {
   return (n + 255) & ~static_cast<size_t>(255);
 }
 
-// Host: the fp32 sum of decodeReduceEncode (4 bytes an element, padded to whole rows) and the
-// rows' (key, index) pairs (8 bytes a row). Device: tah_device_workspace.
+// Host: the rows' (key, index) pairs (8 bytes a row), after the fp32 sum of a decodeReduceEncode
+// of p >= 2 inputs (4 bytes an element; p = 1 scales the input on the fly). Device:
+// tah_device_workspace.
 size_t workspaceBytes(const void* instance, size_t count, int, int p, int onDevice) {
   const tah_instance_t* t = inst(instance);
   if (count == 0) return 0;
@@ -161,7 +162,7 @@ size_t workspaceBytes(const void* instance, size_t count, int, int p, int onDevi
   if (onDevice) return 0;
 #endif
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
-  return pad256(4 * L.rows * t->row) + 8 * L.rows;
+  return (p >= 2 ? pad256(4 * count) : 0) + 8 * L.rows;
 }
 
 // One encode and decode of an element of a row whose largest magnitude is A (README.md "Error
@@ -283,17 +284,18 @@ void decodeTile(const uint8_t* pay, const tah_layout_t& L, size_t R, size_t r, s
 
 // ---- host operations ----------------------------------------------------------------------
 
-// Encodes in[0, count) (dtype; rows past count read as 0) into out; ws: workspaceBytes.
-int encodeImpl(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
-               void* ws) {
+// Encodes in[0, count) (dtype; rows past count read as 0) times scale (the values
+// fin(fin(x) * scale), fin: non-finite to 0; scale 1 for encode) into out; keys: 8 bytes a row.
+int encodeImpl(const tah_instance_t* t, const void* in, int dtype, size_t count, float scale,
+               uint8_t* out, uint64_t* keys) {
   const size_t R = t->row, T = R / TAH_TILE;
   const tah_layout_t L = tah_layout(count, R, t->lowL);
-  uint64_t* keys = reinterpret_cast<uint64_t*>(static_cast<char*>(ws) + pad256(4 * L.rows * R));
   float x[TAH_TILE], a[TAH_TILE], u[TAH_TILE];
   auto load = [&](size_t r, size_t tt) {
     for (size_t i = 0; i < TAH_TILE; ++i) {
       const size_t e = r * R + tt * TAH_TILE + i;
       x[i] = e < count ? tah_load(in, dtype, e) : 0.0f;
+      if (scale != 1.0f) x[i] = tah_fin(TAH_MUL(x[i], scale));
     }
   };
   // bit map: the n3 rows of smallest (entropy key, index) are 3-bit
@@ -342,7 +344,8 @@ int encode(const void* instance, const void* in, int dtype, size_t count, void* 
   const tah_instance_t* t = inst(instance);
   if (!tah_dtype_ok(dtype) || !in || !out || !ws || tah_count_ok(t, count))
     return COCCL_CODEC_E_INVALID;
-  return encodeImpl(t, in, dtype, count, static_cast<uint8_t*>(out), ws);
+  return encodeImpl(t, in, dtype, count, 1.0f, static_cast<uint8_t*>(out),
+                    static_cast<uint64_t*>(ws));
 }
 
 // Calls fn(element index, decoded fp32 value) for every element < count of the payload.
@@ -386,7 +389,8 @@ int decodeAccumulate(const void* instance, const void* const* ins, int n, size_t
 
 // The owner step: acc = sum over r in rank order (first term assigned; the owner's raw input,
 // the others decoded), acc *= scale when scale != 1, out = encode(acc as fp32), decoded =
-// decode(out) in dtype. The bit map depends on every row, so acc is built whole first (ws).
+// decode(out) in dtype. The bit map depends on every row, so acc is built whole first (ws); with
+// p = 1 acc is selfIn * scale, encoded on the fly (encode maps non-finite values to 0 either way).
 int decodeReduceEncode(const void* instance, const void* const* ins, int p, int self,
                        const void* selfIn, int dtype, size_t count, float scale, void* out,
                        void* decoded, void* ws) {
@@ -397,6 +401,12 @@ int decodeReduceEncode(const void* instance, const void* const* ins, int p, int 
     return COCCL_CODEC_E_INVALID;
   for (int r = 0; r < p; ++r)
     if (r != self && !ins[r]) return COCCL_CODEC_E_INVALID;
+  if (p == 1) {
+    encodeImpl(t, selfIn, dtype, count, scale, static_cast<uint8_t*>(out),
+               static_cast<uint64_t*>(ws));
+    if (decoded) decode(instance, out, count, dtype, decoded, nullptr);
+    return COCCL_CODEC_OK;
+  }
   float* acc = static_cast<float*>(ws);
   for (int r = 0; r < p; ++r) {
     if (r == self) {
@@ -411,7 +421,8 @@ int decodeReduceEncode(const void* instance, const void* const* ins, int p, int 
   }
   if (scale != 1.0f)
     for (size_t i = 0; i < count; ++i) acc[i] = TAH_MUL(acc[i], scale);
-  encodeImpl(t, acc, TAH_DT_F32, count, static_cast<uint8_t*>(out), ws);
+  encodeImpl(t, acc, TAH_DT_F32, count, 1.0f, static_cast<uint8_t*>(out),
+             reinterpret_cast<uint64_t*>(static_cast<char*>(ws) + pad256(4 * count)));
   if (decoded) decode(instance, out, count, dtype, decoded, nullptr);
   return COCCL_CODEC_OK;
 }

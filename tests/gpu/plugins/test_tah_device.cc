@@ -130,6 +130,15 @@ void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int
     const std::string t = " scale " + std::to_string(scale) + " " + tag;
     expectSame(hPay, toHost(dOut.p, pb), "decodeReduceEncode out" + t);
     expectSame(hDec, toHost(dIn.p, n * es), "decodeReduceEncode decoded" + t);
+    // p = 1: the owner's input times scale, encoded on the fly
+    D->host.decodeReduceEncode(inst, nullptr, 1, 0, raw[1].data(), dtype, n, scale, hPay.data(),
+                               hDec.data(), hw);
+    upload(dIn, raw[1]);
+    D->device.decodeReduceEncode(inst, nullptr, 1, 0, dIn.p, dtype, n, scale, dOut.p, dIn.p, dws.p,
+                                 s);
+    CK(cudaStreamSynchronize(s));
+    expectSame(hPay, toHost(dOut.p, pb), "decodeReduceEncode p 1 out" + t);
+    expectSame(hDec, toHost(dIn.p, n * es), "decodeReduceEncode p 1 decoded" + t);
   }
   CK(cudaStreamDestroy(s));
 }

@@ -80,17 +80,18 @@ void launch(size_t blocks, unsigned threads, const std::function<void()>& body) 
 
 // tah_device.cu's encodeOn and decodeOn, with the emulated launches.
 void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
-               uint32_t* keys) {
+               uint32_t* keys, float scale = 1.0f) {
   const tah_layout_t L = tah_layout(count, t->row, t->lowL);
   const bool vec = aligned16(in);
   if (L.n3 > 0)
-    launch(L.rows, kThreads, [&] { rowKeysKernel(in, dtype, count, t->row, vec, keys); });
+    launch(L.rows, kThreads, [&] { rowKeysKernel(in, dtype, count, scale, t->row, vec, keys); });
   launch(1, kSelectThreads, [&] {
     selectKernel(keys, static_cast<uint32_t>(L.rows), static_cast<uint32_t>(L.n3),
                  reinterpret_cast<uint32_t*>(out));
   });
-  launch(gridFor(L.tiles, kTilesPerCta), kThreads,
-         [&] { encodeTilesKernel(in, dtype, count, t->row, t->lowL, t->had != 0, vec, out); });
+  launch(gridFor(L.tiles, kTilesPerCta), kThreads, [&] {
+    encodeTilesKernel(in, dtype, count, scale, t->row, t->lowL, t->had != 0, vec, out);
+  });
 }
 void emuDecode(const tah_instance_t* t, const Inputs& ins, int n, int mode, int self,
                const void* selfIn, float scale, size_t count, int dtype, void* out) {
@@ -174,6 +175,14 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       emuDecode(t, o, 1, 0, 0, nullptr, 1.0f, n, dtype, ddec.data());  // in place of selfIn
       ASSERT_EQ(dpay, hpay) << "decodeReduceEncode out dtype " << dtype << " scale " << scale;
       ASSERT_EQ(ddec, hdec) << "decodeReduceEncode decoded dtype " << dtype;
+      // p = 1: the owner's input times scale, encoded on the fly (input 1 has the shape's kind)
+      D->host.decodeReduceEncode(instP, nullptr, 1, 0, raw[1].data(), dtype, n, scale, hpay.data(),
+                                 hdec.data(), hw);
+      ddec = raw[1];
+      emuEncode(t, ddec.data(), dtype, n, dpay.data(), keys.data(), scale);
+      emuDecode(t, o, 1, 0, 0, nullptr, 1.0f, n, dtype, ddec.data());
+      ASSERT_EQ(dpay, hpay) << "decodeReduceEncode p 1 out dtype " << dtype << " scale " << scale;
+      ASSERT_EQ(ddec, hdec) << "decodeReduceEncode p 1 decoded dtype " << dtype;
     }
   }
   D->destroy(instP);
