@@ -94,3 +94,14 @@ if [ -x "$work/prefix/bin/coccl_perf" ] && [ -n "$(find "$work/prefix" -name lib
         -t 2 -b 64K -e 64K -n 1 -w 0 -c 0 --codec int4)
   echo "$out" | grep -q " int4 " || { echo "installed int4 plug-in not used:"; echo "$out"; exit 1; }
 fi
+# The first-hour examples (examples/allreduce) against the installed package, 4 processes each.
+cmake -S "$src/../../examples/allreduce" -B "$work/examples" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/examples" >/dev/null
+if ! LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" \
+    bash "$src/../../examples/allreduce/run.sh" "$work/examples" 4 > "$work/examples.txt" 2>&1; then
+  cat "$work/examples.txt" >&2
+  echo "examples/allreduce failed" >&2
+  exit 1
+fi
+[ "$(grep -c ' OK' "$work/examples.txt")" -ge 12 ] || { cat "$work/examples.txt" >&2; exit 1; }
