@@ -332,6 +332,20 @@ COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
 /* The codec's canonical spec string with every parameter spelled out. */
 COCCL_API const char* cocclCodecName(cocclCodec_t codec);
 
+/* Elements per block of the codec (a collective cuts messages into chunks of whole blocks,
+ * each block encoded on its own: the blocks of a shard start at the shard's first element).
+ * Errors: cocclInvalidArgument (NULL). */
+COCCL_API cocclResult_t cocclCodecBlockElems(cocclCodec_t codec, size_t* elems);
+
+/* The codec's documented bound on |decode(encode(x))_i - x_i| for any element i of a block
+ * (cocclCodecBlockElems elements) whose finite input has root-mean-square blockRms and largest
+ * magnitude blockAbsMax, one encode and decode (the plug-in ABI's errorBound; 0 for a lossless
+ * codec). A collective quantises a value up to nranks times (AllReduce, ReduceScatter: each
+ * rank's contribution or partial sum once, the result once) and AllGather once; coccl_perf's
+ * #wrong column uses this. Errors: cocclInvalidArgument (NULL, negative or non-finite input). */
+COCCL_API cocclResult_t cocclCodecErrorBound(cocclCodec_t codec, double blockRms,
+                                             double blockAbsMax, double* bound);
+
 /* As cocclAllReduce/ReduceScatter/AllGather with this codec for this call regardless of the
  * policy and size threshold. An op or datatype the codec cannot do (e.g. MAX, int32) runs
  * uncompressed, never as a different op. */

@@ -53,13 +53,15 @@ CHECKING (-c 1)
   |out - sum/n| >= 1 (integers).
   Compressed paths (--codec other than none, on all_reduce and reduce_scatter with sum/avg and
   on all_gather, for float/half/bfloat16): inputs are standard normal samples rounded to the
-  type, and an element counts as #wrong if
+  type. With an explicit lossy --codec an element counts as #wrong if |out - ref| exceeds q
+  times the codec's own bound (cocclCodecErrorBound) for the statistics of sum_r |input_r| over
+  its codec block (q = nranks for all_reduce / reduce_scatter, 1 for all_gather; divided by
+  nranks for avg; perf/coccl_perf/README.md); with --codec policy if
       all_reduce, reduce_scatter:  |out - ref| > 0.15 * max|ref| over its block + 1e-6
       all_gather:                  |out - in|  > 0.15 * max|in|  over its block + 1e-6
   its block being the 128 aligned elements that contain it (element index / 128, counted from
   the start of the rank's output for all_reduce/reduce_scatter and from the start of the source
-  rank's shard for all_gather). A NaN output is always wrong. (coccl does not export a codec's
-  error bound; this rule is the tool's, loose enough for int8 and fp8_ash_ds.)
+  rank's shard for all_gather). A NaN output is always wrong.
 
 EXTRA COLUMNS
   codec  the codec that ran (cocclCommGetLastCollStats on rank 0, out-of-place checked call);

@@ -2,6 +2,8 @@
 #include "colls.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "dtype.h"
 
@@ -130,6 +132,50 @@ Rule ruleFor(const CallSpec& c, DataKind kind) {
   return Rule::Exact;
 }
 
+// The Bound rule from the call's codec (explicit --codec): element j of an output of `count`
+// elements whose input index is base + j may be off by q times the codec's bound
+// (cocclCodecErrorBound) for the block statistics of S = sum over `srcs` of |input|, over the
+// codec block holding j (blocks start at the output's first element: shards of AllReduce are
+// whole blocks, a ReduceScatter or AllGather shard starts its own), divided by `div` (AVG).
+// q quantisations: nranks for AllReduce / ReduceScatter (each contribution or partial sum once,
+// the result once), 1 for AllGather.
+BoundFn codecBound(cocclCodec_t codec, const Gen& gen, std::vector<int> srcs, size_t base,
+                   size_t count, int q, double div) {
+  size_t g = 1;
+  if (cocclCodecBlockElems(codec, &g) != cocclSuccess || g == 0) g = 1;
+  return [=](size_t start, size_t len, double* out) {
+    size_t w = start / g * g;
+    std::vector<double> s;
+    double winBound = 0;
+    size_t winEnd = 0;
+    for (size_t k = 0; k < len; ++k) {
+      const size_t j = start + k;
+      if (j >= winEnd) {  // the block of j: its statistics and bound
+        w = j / g * g;
+        winEnd = std::min(count, w + g);
+        double sq = 0, mx = 0;
+        for (size_t i = w; i < winEnd; ++i) {
+          double a = 0;
+          for (int r : srcs) a += std::fabs(gen.value(r, base + i));
+          sq += a * a;
+          mx = std::max(mx, a);
+        }
+        const double rms = std::sqrt(sq / static_cast<double>(winEnd - w));
+        double e = 0;
+        if (cocclCodecErrorBound(codec, rms, mx, &e) != cocclSuccess) e = mx;
+        winBound = (q * e * (1 + 1e-3) + 1e-6 * mx) / div + 1e-30;
+      }
+      out[k] = winBound;
+    }
+  };
+}
+
+// A lossy codec with a bound of its own (the none codec's is 0: the 0.15 rule then).
+bool lossyWithBound(cocclCodec_t codec) {
+  double e = 0;
+  return codec && cocclCodecErrorBound(codec, 1.0, 1.0, &e) == cocclSuccess && e > 0;
+}
+
 RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
                     const Buffers& b, size_t count) {
   RankCheck out;
@@ -144,9 +190,14 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
     case Coll::Reduce: {
       if (c.coll == Coll::Reduce && rk.rank != c.root) break;
       const size_t base = c.coll == Coll::ReduceScatter ? static_cast<size_t>(rk.rank) * count : 0;
+      std::vector<int> all(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) all[static_cast<size_t>(r)] = r;
+      const bool own = rule == Rule::Bound && lossyWithBound(c.codec) && c.coll != Coll::Reduce;
+      const BoundFn bound =
+          own ? codecBound(c.codec, gen, all, base, count, n, c.op == cocclAvg ? n : 1) : BoundFn();
       out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
         for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
-      }, rule);
+      }, rule, own ? &bound : nullptr);
       out.identApplies = c.coll == Coll::AllReduce;
       if (out.identApplies) out.hash = hashBytes(o, count * elt);
       break;
@@ -154,9 +205,11 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
     case Coll::AllGather:
       for (int src = 0; src < n; ++src) {
         const void* shard = static_cast<const char*>(o) + static_cast<size_t>(src) * count * elt;
+        const bool own = rule == Rule::Bound && lossyWithBound(c.codec);
+        const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
         out.res.merge(checkOutput(c.type, shard, count, [&](size_t s, size_t len, double* ref) {
           for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
-        }, rule));
+        }, rule, own ? &bound : nullptr));
       }
       out.identApplies = true;
       out.hash = hashBytes(o, static_cast<size_t>(n) * count * elt);

@@ -49,15 +49,16 @@ void parallelRange(size_t count, F&& f) {
 
 template <typename T>
 CheckResult checkTyped(const T* out, size_t count, const RefFn& ref, Rule rule,
-                       cocclDataType_t type) {
+                       cocclDataType_t type, const BoundFn* boundFn) {
   CheckResult c;
-  double refs[kBoundBlock];
+  double refs[kBoundBlock], bounds[kBoundBlock];
   const bool isFloat = typeInfo(type).isFloat;
   for (size_t s = 0; s < count; s += kBoundBlock) {
     const size_t len = std::min(kBoundBlock, count - s);
     ref(s, len, refs);
+    if (rule == Rule::Bound && boundFn) (*boundFn)(s, len, bounds);
     double bound = 0;
-    if (rule == Rule::Bound) {
+    if (rule == Rule::Bound && !boundFn) {
       double bm = 0;
       for (size_t k = 0; k < len; ++k) bm = std::max(bm, std::fabs(refs[k]));
       bound = kBoundFactor * bm + kBoundFloor;
@@ -78,7 +79,7 @@ CheckResult checkTyped(const T* out, size_t count, const RefFn& ref, Rule rule,
       switch (rule) {
         case Rule::Exact: ok = o == r; break;
         case Rule::Avg: ok = isFloat ? ad <= ulpOf(type, r) : ad < 1.0; break;
-        case Rule::Bound: ok = ad <= bound; break;
+        case Rule::Bound: ok = ad <= (boundFn ? bounds[k] : bound); break;
       }
       if (!ok) ++c.wrong;
     }
@@ -163,10 +164,10 @@ void CheckResult::merge(const CheckResult& o) {
 }
 
 CheckResult checkOutput(cocclDataType_t type, const void* out, size_t count, const RefFn& ref,
-                        Rule rule) {
+                        Rule rule, const BoundFn* bound) {
   return withType(type, [&](auto tag) {
     using T = decltype(tag);
-    return checkTyped(static_cast<const T*>(out), count, ref, rule, type);
+    return checkTyped(static_cast<const T*>(out), count, ref, rule, type, bound);
   });
 }
 

@@ -56,9 +56,14 @@ struct CheckResult {
   void merge(const CheckResult& o);
 };
 
-// Checks out[0..count) (of `type`) against ref; blocks of the Bound rule start at out[0].
+// bound(start, len, out): out[k] = the largest allowed |out - ref| of output element start + k
+// (the Bound rule from the codec's own error bound; colls.cc codecBound).
+using BoundFn = std::function<void(size_t start, size_t len, double* out)>;
+
+// Checks out[0..count) (of `type`) against ref; blocks of the Bound rule start at out[0]. With
+// `bound` the Bound rule takes its per-element bounds instead of the 0.15 rule.
 CheckResult checkOutput(cocclDataType_t type, const void* out, size_t count, const RefFn& ref,
-                        Rule rule);
+                        Rule rule, const BoundFn* bound = nullptr);
 
 // 64-bit hash of bytes (bitwise-identity checks).
 uint64_t hashBytes(const void* p, size_t n);

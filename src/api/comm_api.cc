@@ -1,4 +1,5 @@
 // Communicator management at the C boundary.
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -295,6 +296,25 @@ COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
 
 COCCL_API const char* cocclCodecName(cocclCodec_t codec) {
   return codec && codec->codec ? codec->codec->spec().c_str() : "";
+}
+
+COCCL_API cocclResult_t cocclCodecBlockElems(cocclCodec_t codec, size_t* elems) {
+  return guarded(nullptr, "cocclCodecBlockElems", [&] {
+    COCCL_CHECK_ARG(codec && codec->codec && elems, "codec or elems is NULL");
+    *elems = codec->codec->blockElems();
+  });
+}
+
+COCCL_API cocclResult_t cocclCodecErrorBound(cocclCodec_t codec, double blockRms,
+                                             double blockAbsMax, double* bound) {
+  return guarded(nullptr, "cocclCodecErrorBound", [&] {
+    COCCL_CHECK_ARG(codec && codec->codec && bound, "codec or bound is NULL");
+    COCCL_CHECK_ARG(std::isfinite(blockRms) && std::isfinite(blockAbsMax) && blockRms >= 0 &&
+                        blockAbsMax >= 0,
+                    "block statistics must be finite and >= 0 (rms %g, absmax %g)", blockRms,
+                    blockAbsMax);
+    *bound = codec->codec->elementErrorBound(blockRms, blockAbsMax);
+  });
 }
 
 }  // extern "C"
