@@ -209,3 +209,24 @@ TEST(Api, FinalizeThenDestroy) {
 }
 
 }  // namespace
+
+TEST(Api, CodecBlockElemsAndErrorBound) {
+  cocclCodec_t c = nullptr, none = nullptr;
+  ASSERT_EQ(cocclCodecCreate("int8:block=64,rotate=0", &c), cocclSuccess);
+  ASSERT_EQ(cocclCodecCreate("none", &none), cocclSuccess);
+  size_t g = 0;
+  ASSERT_EQ(cocclCodecBlockElems(c, &g), cocclSuccess);
+  EXPECT_EQ(g, 64u);
+  double e = -1, z = -1;
+  ASSERT_EQ(cocclCodecErrorBound(c, 1.0, 3.0, &e), cocclSuccess);
+  EXPECT_GT(e, 3.0 / 254.0);  // rotate=0: absmax / 250 plus rounding terms
+  EXPECT_LT(e, 3.0 / 100.0);
+  ASSERT_EQ(cocclCodecErrorBound(none, 1.0, 3.0, &z), cocclSuccess);
+  EXPECT_EQ(z, 0.0);
+  EXPECT_EQ(cocclCodecErrorBound(c, -1.0, 3.0, &e), cocclInvalidArgument);
+  EXPECT_EQ(cocclCodecErrorBound(c, 1.0, 1.0 / 0.0, &e), cocclInvalidArgument);
+  EXPECT_EQ(cocclCodecErrorBound(nullptr, 1.0, 1.0, &e), cocclInvalidArgument);
+  EXPECT_EQ(cocclCodecBlockElems(c, nullptr), cocclInvalidArgument);
+  cocclCodecDestroy(c);
+  cocclCodecDestroy(none);
+}
