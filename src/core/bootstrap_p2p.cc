@@ -93,17 +93,21 @@ void Bootstrap::Impl::pump(int p, RecvOp* want) {
     c.hdrGot = 0;
     c.inPayload = true;
     c.got = 0;
-    c.toUser = target && !want->done && c.hdr[0] == want->tag && c.hdr[1] == want->bytes;
+    const FrameWant fw{target && !want->done ? want->tag : 0,
+                       target && !want->done ? want->bytes : 0};
+    const FrameRoute route = routeFrame(c.hdr[0], c.hdr[1], target && !want->done ? &fw : nullptr);
+    // Checked before the buffer exists: a wrong length (of any size) allocates nothing.
+    if (route == FrameRoute::SizeMismatch)
+      COCCL_THROW(cocclInternalError,
+                  "message from %s with tag %llu has %llu bytes, expected %zu", who(p).c_str(),
+                  static_cast<unsigned long long>(want->tag),
+                  static_cast<unsigned long long>(c.hdr[1]), want->bytes);
+    c.toUser = route == FrameRoute::ToUser;
     if (c.toUser) {
       c.dst = want->data;
     } else {
       c.buf = std::vector<char>(c.hdr[1]);
       c.dst = c.buf.data();
-      if (target && !want->done && c.hdr[0] == want->tag)
-        COCCL_THROW(cocclInternalError,
-                    "message from %s with tag %llu has %llu bytes, expected %zu", who(p).c_str(),
-                    static_cast<unsigned long long>(want->tag),
-                    static_cast<unsigned long long>(c.hdr[1]), want->bytes);
     }
   }
 }
@@ -184,13 +188,14 @@ void Bootstrap::Impl::readHello(Pending& pd) {
     return dropPending(pd);
   }
   pd.got += static_cast<size_t>(n);
-  if (pd.got >= sizeof(uint64_t) && pd.hello.magic != magic) {
+  const WireProgress w = checkWirePrefix(&pd.hello, pd.got, sizeof(pd.hello), magic);
+  if (w == WireProgress::BadMagic) {
     COCCL_WARN("bootstrap rank %d: dropped a connection with the wrong magic", rank);
     return dropPending(pd);
   }
-  if (pd.got < sizeof(pd.hello)) return;
+  if (w == WireProgress::NeedMore) return;
   int r = pd.hello.rank;
-  if (pd.hello.nranks != nranks || r < 0 || r >= nranks || r == rank || in[r].sock.valid()) {
+  if (!checkPeerHello(pd.hello, rank, nranks, [this](int q) { return in[q].sock.valid(); })) {
     COCCL_WARN("bootstrap rank %d: dropped a hello from rank %d of %d (unexpected)", rank, r,
                pd.hello.nranks);
     return dropPending(pd);
