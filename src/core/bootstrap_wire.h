@@ -81,9 +81,9 @@ bool checkPeerHello(const PeerHello& hello, int self, int nranks,
                     const std::function<bool(int)>& connected);
 
 // What a rank does with a frame header [tag][bytes] from a peer while `want` (may be null:
-// nothing wanted from this peer) waits: deliver into the caller's buffer, queue it (a buffer of
-// `bytes` is allocated), or fail: the wanted tag with another size (checked before anything is
-// allocated for it).
+// nothing wanted from this peer) waits: deliver into the caller's buffer, queue it (its buffer
+// grows with the bytes that arrive, never sized by the length field alone), or fail the receive:
+// the wanted tag with another size (the frame is still read and queued).
 enum class FrameRoute { ToUser, Queue, SizeMismatch };
 struct FrameWant {
   uint64_t tag;

@@ -29,7 +29,10 @@ LogConfig g_cfg;
 std::once_flag g_cfgOnce;
 std::mutex g_outMutex;
 std::mutex g_lastMutex;
-std::string g_last;
+// Never destroyed: a detached bootstrap root thread may still warn (set the last error) while
+// the process exits and runs the static destructors (TSan: heap-use-after-free in
+// setLastError from rootMain against the exit handlers).
+std::string& g_last = *new std::string;
 thread_local std::string t_lastCopy;
 thread_local int t_rank = -1;
 

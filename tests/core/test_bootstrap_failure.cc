@@ -326,9 +326,10 @@ TEST(BootstrapFailure, RankListenerDropsStrangers) {
   }
 }
 
-// A frame of the wanted tag whose length field is absurd (2^62 bytes) fails the receive with
-// cocclInternalError at once: the length is checked against the wanted size before any buffer
-// is allocated for it (it used to allocate first: std::bad_alloc out of recv, an ASan abort).
+// A frame whose length field is absurd (2^62 bytes) allocates nothing of that size: a queued
+// frame's buffer grows with the bytes that arrive. Of the wanted tag, it fails the receive with
+// cocclInternalError at once (the buffer used to be allocated from the length field first:
+// std::bad_alloc out of recv, an ASan abort).
 TEST(BootstrapFailure, WantedFrameWithAbsurdLengthAllocatesNothing) {
   const int n = 3;
   const std::vector<int> before = listeningFds();
