@@ -72,8 +72,18 @@ typedef struct {
   char internal[COCCL_UNIQUE_ID_BYTES];
 } cocclUniqueId;
 
+/* In C++ the enums below have int as their fixed underlying type. A C caller may pass any int
+ * (an invalid value must reach the argument checks, which answer cocclInvalidArgument); an enum
+ * without a fixed type cannot hold such a value in C++ (undefined behaviour, which UBSan's enum
+ * check reports at the first copy of the argument). Size and calling convention are C's. */
+#ifdef __cplusplus
+#define COCCL_ENUM_INT : int
+#else
+#define COCCL_ENUM_INT
+#endif
+
 /* Result codes (values equal to ncclResult_t). */
-typedef enum {
+typedef enum COCCL_ENUM_INT {
   cocclSuccess = 0,
   cocclUnhandledCudaError = 1,
   cocclSystemError = 2,
@@ -86,7 +96,7 @@ typedef enum {
 } cocclResult_t;
 
 /* Reduction operators (values equal to ncclRedOp_t). AVG divides the sum by nranks. */
-typedef enum {
+typedef enum COCCL_ENUM_INT {
   cocclSum = 0,
   cocclProd = 1,
   cocclMax = 2,
@@ -96,7 +106,7 @@ typedef enum {
 } cocclRedOp_t;
 
 /* Data types (values equal to ncclDataType_t). fp16/bf16/fp8 are reduced in fp32. */
-typedef enum {
+typedef enum COCCL_ENUM_INT {
   cocclInt8 = 0,
   cocclChar = 0,
   cocclUint8 = 1,
@@ -368,7 +378,7 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
  * ------------------------------------------------------------------------------------------- */
 
 /* The collectives that may be compressed. */
-typedef enum {
+typedef enum COCCL_ENUM_INT {
   cocclCollAllReduce = 0,
   cocclCollReduceScatter = 1,
   cocclCollAllGather = 2,

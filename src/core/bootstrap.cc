@@ -66,18 +66,7 @@ Bootstrap::Bootstrap(const BootstrapHandle& handle, int rank, int nranks, int64_
                     static_cast<long long>(timeoutMs), nranks, rootStr.c_str());
       throw;
     }
-    COCCL_CHECK_INTERNAL(rep.magic == handle.magic, "the root at %s answered with a wrong magic",
-                         rootStr.c_str());
-    if (rep.status != kRootOk)
-      COCCL_THROW(cocclInvalidArgument,
-                  "the root at %s rejected rank %d of %d: %s (its communicator has %d ranks)",
-                  rootStr.c_str(), rank, nranks,
-                  rep.status == kRootNranksMismatch  ? "nranks differs from the other ranks'"
-                  : rep.status == kRootDuplicateRank ? "another process registered this rank"
-                                                     : "rank or nranks out of range",
-                  rep.nranks);
-    COCCL_CHECK_INTERNAL(rep.nranks == nranks, "the root at %s sent a table of %d ranks",
-                         rootStr.c_str(), rep.nranks);
+    checkRootReply(rep, handle.magic, rank, nranks, rootStr);
     m.peers.resize(static_cast<size_t>(nranks));
     root.recvAll(m.peers.data(), m.peers.size() * sizeof(PeerInfo), dl);
     for (auto& p : m.peers) p.host[sizeof(p.host) - 1] = '\0';

@@ -20,6 +20,7 @@ namespace coccl {
 namespace {
 constexpr int kPollSliceMs = 100;  // how often a blocked wait looks at the abort flag
 constexpr size_t kFrameHeader = 2 * sizeof(uint64_t);
+constexpr uint64_t kQueueSlice = 1 << 20;  // a queued frame's buffer grows by at most this
 
 std::string errnoString(int e) {
   char buf[128];
@@ -73,8 +74,21 @@ void Bootstrap::Impl::pump(int p, RecvOp* want) {
       }
       continue;
     }
-    char* dst = c.inPayload ? c.dst + c.got : reinterpret_cast<char*>(c.hdr) + c.hdrGot;
-    size_t left = c.inPayload ? c.hdr[1] - c.got : kFrameHeader - c.hdrGot;
+    char* dst;
+    size_t left;
+    if (!c.inPayload) {
+      dst = reinterpret_cast<char*>(c.hdr) + c.hdrGot;
+      left = kFrameHeader - c.hdrGot;
+    } else if (c.toUser) {
+      dst = c.dst + c.got;
+      left = c.hdr[1] - c.got;
+    } else {
+      // A queued frame's buffer grows with the bytes that arrive: a length field alone (any
+      // value) allocates at most kQueueSlice.
+      left = static_cast<size_t>(std::min<uint64_t>(c.hdr[1] - c.got, kQueueSlice));
+      if (c.buf.size() < c.got + left) c.buf.resize(c.got + left);
+      dst = c.buf.data() + c.got;
+    }
     ssize_t n = ::recv(c.sock.fd(), dst, left, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -93,18 +107,18 @@ void Bootstrap::Impl::pump(int p, RecvOp* want) {
     c.hdrGot = 0;
     c.inPayload = true;
     c.got = 0;
-    c.toUser = target && !want->done && c.hdr[0] == want->tag && c.hdr[1] == want->bytes;
-    if (c.toUser) {
-      c.dst = want->data;
-    } else {
-      c.buf = std::vector<char>(c.hdr[1]);
-      c.dst = c.buf.data();
-      if (target && !want->done && c.hdr[0] == want->tag)
-        COCCL_THROW(cocclInternalError,
-                    "message from %s with tag %llu has %llu bytes, expected %zu", who(p).c_str(),
-                    static_cast<unsigned long long>(want->tag),
-                    static_cast<unsigned long long>(c.hdr[1]), want->bytes);
-    }
+    const FrameWant fw{target && !want->done ? want->tag : 0,
+                       target && !want->done ? want->bytes : 0};
+    const FrameRoute route = routeFrame(c.hdr[0], c.hdr[1], target && !want->done ? &fw : nullptr);
+    c.toUser = route == FrameRoute::ToUser;
+    c.dst = c.toUser ? want->data : nullptr;
+    c.buf = std::vector<char>();  // else: queued, the buffer grows as the payload arrives
+    // The frame stays in the stream (queued when it is complete) for a recv of its own size.
+    if (route == FrameRoute::SizeMismatch)
+      COCCL_THROW(cocclInternalError,
+                  "message from %s with tag %llu has %llu bytes, expected %zu", who(p).c_str(),
+                  static_cast<unsigned long long>(want->tag),
+                  static_cast<unsigned long long>(c.hdr[1]), want->bytes);
   }
 }
 
@@ -184,13 +198,14 @@ void Bootstrap::Impl::readHello(Pending& pd) {
     return dropPending(pd);
   }
   pd.got += static_cast<size_t>(n);
-  if (pd.got >= sizeof(uint64_t) && pd.hello.magic != magic) {
+  const WireProgress w = checkWirePrefix(&pd.hello, pd.got, sizeof(pd.hello), magic);
+  if (w == WireProgress::BadMagic) {
     COCCL_WARN("bootstrap rank %d: dropped a connection with the wrong magic", rank);
     return dropPending(pd);
   }
-  if (pd.got < sizeof(pd.hello)) return;
+  if (w == WireProgress::NeedMore) return;
   int r = pd.hello.rank;
-  if (pd.hello.nranks != nranks || r < 0 || r >= nranks || r == rank || in[r].sock.valid()) {
+  if (!checkPeerHello(pd.hello, rank, nranks, [this](int q) { return in[q].sock.valid(); })) {
     COCCL_WARN("bootstrap rank %d: dropped a hello from rank %d of %d (unexpected)", rank, r,
                pd.hello.nranks);
     return dropPending(pd);

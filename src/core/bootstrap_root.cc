@@ -132,35 +132,31 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
           continue;
         }
         c.got += static_cast<size_t>(n);
-        if (c.got >= sizeof(RootRegistration) ||
-            (c.got >= sizeof(uint64_t) && c.reg.magic != magic)) {
-          if (c.reg.magic != magic) {
-            COCCL_WARN(
-                "bootstrap root %s: dropped a connection with the wrong magic "
-                "(not a rank of this communicator)",
-                where.c_str());
-            c.sock.close();
-            continue;
-          }
-          int32_t r = c.reg.rank, n2 = c.reg.nranks;
-          if (n2 < 1 || r < 0 || r >= n2) {
-            rejectRegistration(c, magic, kRootBadRank, nranks, where);
-          } else if (nranks >= 0 && n2 != nranks) {
-            rejectRegistration(c, magic, kRootNranksMismatch, nranks, where);
+        const WireProgress w = checkWirePrefix(&c.reg, c.got, sizeof(c.reg), magic);
+        if (w == WireProgress::BadMagic) {
+          COCCL_WARN(
+              "bootstrap root %s: dropped a connection with the wrong magic "
+              "(not a rank of this communicator)",
+              where.c_str());
+          c.sock.close();
+          continue;
+        }
+        if (w == WireProgress::Complete) {
+          const int32_t r = c.reg.rank;
+          const RootStatus st = checkRegistration(
+              c.reg, nranks, [&ranks](int q) { return ranks[q].sock.valid(); });
+          if (st != kRootOk) {
+            rejectRegistration(c, magic, st, nranks, where);
           } else {
             if (nranks < 0) {
-              nranks = n2;
+              nranks = c.reg.nranks;
               ranks.resize(static_cast<size_t>(nranks));
             }
-            if (ranks[r].sock.valid()) {
-              rejectRegistration(c, magic, kRootDuplicateRank, nranks, where);
-            } else {
-              c.reg.info.host[sizeof(c.reg.info.host) - 1] = '\0';
-              ranks[r] = std::move(c);
-              ++registered;
-              COCCL_INFO(kLogBootstrap, "bootstrap root %s: rank %d/%d registered from %s",
-                         where.c_str(), r, nranks, ranks[r].reg.info.addr.toString().c_str());
-            }
+            c.reg.info.host[sizeof(c.reg.info.host) - 1] = '\0';
+            ranks[r] = std::move(c);
+            ++registered;
+            COCCL_INFO(kLogBootstrap, "bootstrap root %s: rank %d/%d registered from %s",
+                       where.c_str(), r, nranks, ranks[r].reg.info.addr.toString().c_str());
           }
         }
       }

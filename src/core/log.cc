@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +30,12 @@ LogConfig g_cfg;
 std::once_flag g_cfgOnce;
 std::mutex g_outMutex;
 std::mutex g_lastMutex;
-std::string g_last;
+// Trivially destructible (no destructor to race with): a detached bootstrap root thread may
+// still warn (set the last error) while the process exits and runs the static destructors
+// (TSan: heap-use-after-free in setLastError from rootMain against the exit handlers). Holds
+// the first kLastMax - 1 bytes of the message.
+constexpr size_t kLastMax = 4096;
+char g_last[kLastMax] = "";
 thread_local std::string t_lastCopy;
 thread_local int t_rank = -1;
 
@@ -142,7 +148,9 @@ void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, con
 
 void setLastError(const std::string& msg) {
   std::lock_guard<std::mutex> lock(g_lastMutex);
-  g_last = msg;
+  const size_t n = std::min(msg.size(), kLastMax - 1);
+  std::memcpy(g_last, msg.data(), n);
+  g_last[n] = '\0';
 }
 
 const char* lastError() {

@@ -326,6 +326,46 @@ TEST(BootstrapFailure, RankListenerDropsStrangers) {
   }
 }
 
+// A frame whose length field is absurd (2^62 bytes) allocates nothing of that size: a queued
+// frame's buffer grows with the bytes that arrive. Of the wanted tag, it fails the receive with
+// cocclInternalError at once (the buffer used to be allocated from the length field first:
+// std::bad_alloc out of recv, an ASan abort).
+TEST(BootstrapFailure, WantedFrameWithAbsurdLengthAllocatesNothing) {
+  const int n = 3;
+  const std::vector<int> before = listeningFds();
+  BootstrapHandle h;
+  auto bs = makeRanks(n, 5000, &h);
+  std::vector<Socket> forged;
+  for (int fd : listeningFds()) {
+    if (std::find(before.begin(), before.end(), fd) != before.end()) continue;
+    SocketAddress a;
+    std::memset(&a, 0, sizeof(a));
+    socklen_t len = sizeof(a.u);
+    ASSERT_EQ(getsockname(fd, &a.u.sa, &len), 0);
+    // Rank k has a connection from k-1 (the ring) only: of these three hellos the one that
+    // claims k+1 is taken, the others are dropped.
+    for (int claim = 0; claim < n; ++claim) {
+      forged.push_back(Socket::connect(a, Deadline(2000)));
+      const PeerHello hello{h.magic, claim, n};
+      const uint64_t hdr[2] = {11, 1ull << 62};
+      forged.back().sendAll(&hello, sizeof(hello), Deadline(2000));
+      forged.back().sendAll(hdr, sizeof(hdr), Deadline(2000));
+    }
+  }
+  ASSERT_EQ(forged.size(), static_cast<size_t>(n * n));
+  std::vector<std::thread> ts;
+  for (int r = 0; r < n; ++r)
+    ts.emplace_back([&, r] {
+      int v = 0;
+      std::string msg;
+      EXPECT_EQ(codeOf([&] { bs[r]->recv((r + 1) % n, 11, &v, sizeof(v)); }, &msg),
+                cocclInternalError)
+          << "rank " << r << ": " << msg;
+      EXPECT_NE(msg.find("expected 4"), std::string::npos) << msg;
+    });
+  for (auto& t : ts) t.join();
+}
+
 TEST(BootstrapFailure, NoFdOrThreadLeak) {
   // Warm up process-wide state (interface lookup, hwloc-free paths) before the baseline.
   runRanks(2, [](Bootstrap& b) { b.barrier(); });
