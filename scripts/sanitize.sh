@@ -33,6 +33,10 @@ ASAN_EXCLUDE=(
   # it reports thread_local lane state (threadIdx) as a null-pointer access.
   "^DeviceEmulated\\."
   "^EmulatedDeviceCodec\\."
+  "TahEmu\\."  # plugins/tah's device kernels on the same emulator
+  # Programs built without ASan (the installed package's consumers and examples) load the
+  # ASan-built libcoccl.so, whose runtime must come first in the library list.
+  "^install_find_package$"
   # Needs RTLD_DEEPBIND (the real NCCL's own calls binding inside it), which the sanitizer
   # runtimes refuse: sanitized builds open NCCL without it (src/transport/nccl/nccl_library.cc).
   "^shim_cpu_preloaded_nccl$"
