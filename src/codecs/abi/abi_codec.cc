@@ -147,15 +147,15 @@ void AbiCodec::decodeReduceEncode(const void* const* ins, int p, int self, const
           "decodeReduceEncode");
     return;
   }
-  // Composed (include/coccl_codec.h): fp32 sum in rank order, scaled, rounded to dt, encoded.
+  // Composed (include/coccl_codec.h): the fp32 sum in rank order, scaled, then encoded as fp32
+  // input where the payload does not depend on the input type, else rounded to dt first.
   COCCL_CHECK_ARG(codec_detail::isCodecFloatType(dt),
                   "%s: decodeReduceEncode: unsupported data type %s (fp32, fp16, bf16)",
                   desc_->name, dtypeName(dt));
   COCCL_CHECK_ARG(scratch != nullptr && selfIn != nullptr && out != nullptr,
                   "%s: decodeReduceEncode: null buffer", desc_->name);
-  thread_local std::vector<char> rounded;
-  const size_t bytes = count * dtypeSize(dt);
-  if (rounded.size() < bytes) rounded.resize(bytes);
+  const bool fromFp32 = supportsType(cocclFloat32) &&
+                        encodedBytes(count, cocclFloat32) == encodedBytes(count, dt);
   for (size_t i = 0; i < count; ++i) scratch[i] = -0.0f;  // the identity: the first term exact
   codec_detail::dispatchFloatType(dt, [&](auto tag) {
     using IO = codec_detail::FloatIO<decltype(tag)::value>;
@@ -171,16 +171,15 @@ void AbiCodec::decodeReduceEncode(const void* const* ins, int p, int self, const
     }
     if (scale != 1.0f)
       for (size_t i = 0; i < count; ++i) scratch[i] *= scale;
-    T* y = reinterpret_cast<T*>(rounded.data());
-    for (size_t i = 0; i < count; ++i) y[i] = IO::fromF(scratch[i]);
-  });
-  // The fp32 sum itself where the payload does not depend on the input type (include/
-  // coccl_codec.h), else the sum rounded to dt.
-  if (dt != cocclFloat32 && supportsType(cocclFloat32) &&
-      encodedBytes(count, cocclFloat32) == encodedBytes(count, dt))
-    encode(scratch, cocclFloat32, count, out);
-  else
+    if (fromFp32) {
+      encode(scratch, cocclFloat32, count, out);
+      return;
+    }
+    thread_local std::vector<T> rounded;  // grows to the largest count on this thread
+    if (rounded.size() < count) rounded.resize(count);
+    for (size_t i = 0; i < count; ++i) rounded[i] = IO::fromF(scratch[i]);
     encode(rounded.data(), dt, count, out);
+  });
   if (decoded) decode(out, count, dt, decoded);
 }
 
