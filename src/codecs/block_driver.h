@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "codecs/dtype_io.h"
 #include "kernels/codec_desc.h"
@@ -126,10 +127,63 @@ COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t c
   }
 }
 
+// Whether K reduces in the rotated domain (K::kRotatedReduce, with
+//   template <int G> void decodeRotated(const Code*, uint32_t word, float* out) const;
+//   template <int G> void rotate(float* v) const;                       (v <- H v)
+//   template <int G> bool encodeRotated(const float* w, Code*, uint32_t* word) const;
+// as src/codecs/fp8_ash_ds/ash_block.h defines them).
+template <class K, class = void>
+struct RotatedReduce : std::false_type {};
+template <class K>
+struct RotatedReduce<K, std::void_t<decltype(K::kRotatedReduce)>>
+    : std::integral_constant<bool, K::kRotatedReduce> {};
+
+// The owner step of one whole block b in the rotated domain (ash_block.h's order): false when
+// the block must take the linear order (nothing written then).
+template <int G, cocclDataType_t DT, class K>
+COCCL_BLOCK_INLINE bool reduceBlockRotated(const K& k, const void* const* ins, int p, int self,
+                                           const typename FloatIO<DT>::T* selfBlock, size_t b,
+                                           size_t nb, float scale, uint8_t* out,
+                                           typename FloatIO<DT>::T* decodedBlock) {
+  using Code = typename K::Code;
+  constexpr PayloadGeometry geo = blockGeometry<K, G>();
+  alignas(64) float acc[G];
+  alignas(64) float z[G];
+  for (int r = 0; r < p; ++r) {
+    if (r == self) {
+      loadBlock<G, DT>(selfBlock, G, z);
+      k.template rotate<G>(z);
+    } else {
+      const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
+      k.template decodeRotated<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
+                                  loadWord(in + geo.metaAt(nb, b)), z);
+    }
+    if (r == 0) {
+      for (int i = 0; i < G; ++i) acc[i] = z[i];
+    } else {
+      for (int i = 0; i < G; ++i) acc[i] = acc[i] + z[i];
+    }
+  }
+  if (scale != 1.0f) {
+    for (int i = 0; i < G; ++i) acc[i] = acc[i] * scale;
+  }
+  Code* codes = reinterpret_cast<Code*>(out + geo.codesAt(b));
+  uint32_t w = 0;
+  if (!k.template encodeRotated<G>(acc, codes, &w)) return false;
+  storeWord(out + geo.metaAt(nb, b), w);
+  if (decodedBlock != nullptr) {
+    k.template decode<G>(codes, w, z);
+    StoreSink<DT>{decodedBlock}.put(0, z, G);
+  }
+  return true;
+}
+
 // The fused two-shot owner step, block by block: acc = sum_r (r == self ? convert(selfIn) :
 // decode(ins[r])) in rank order (first term assigned, the others added), acc *= scale when
-// scale != 1, out = encode(acc as fp32), decoded = decode(out) in dt. Bitwise equal to running
-// decode / decodeAccumulate / encode(fp32) / decode over the whole chunk.
+// scale != 1, out = encode(acc as fp32), decoded = decode(out) in dt: bitwise equal to running
+// decode / decodeAccumulate / encode(fp32) / decode over the whole chunk. A codec that reduces
+// in the rotated domain (RotatedReduce<K>) takes reduceBlockRotated's order instead for every
+// whole block that allows it (the partial last block and the blocks it refuses stay linear).
 template <int G, cocclDataType_t DT, class K>
 COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* ins, int p, int self,
                                                 const typename FloatIO<DT>::T* selfIn, size_t count,
@@ -143,6 +197,12 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
   for (size_t b = 0; b < nb; ++b) {
     const size_t base = b * G;
     const size_t n = std::min<size_t>(G, count - base);
+    if constexpr (RotatedReduce<K>::value) {
+      if (n == static_cast<size_t>(G) &&
+          reduceBlockRotated<G, DT>(k, ins, p, self, selfIn + base, b, nb, scale, out,
+                                    decoded != nullptr ? decoded + base : nullptr))
+        continue;
+    }
     for (int r = 0; r < p; ++r) {
       if (r == self) {
         loadBlock<G, DT>(selfIn + base, n, z);

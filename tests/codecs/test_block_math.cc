@@ -166,6 +166,77 @@ TEST(BlockMath, RatioWordEqualsTwoScaleDecodeBitwise) {
   });
 }
 
+// The owner step's rotated-domain pieces (ash_block.h): the rotated term of a payload block is
+// the transform of its decode, and the encode from w = H x is the encode of x up to fp32
+// rounding (same scale word within a few ulp, codes at most one step apart, nearly all equal);
+// all-zero w is the RAW zero block; non-finite w and unusable scales refuse.
+template <int G, class F>
+void checkRotated(std::mt19937& rng) {
+  kmath::AshParams p;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(-30.0f, 30.0f);
+  alignas(64) float x[G], y[G], h[G], a[G], b[G];
+  uint8_t q[G], q2[G];
+  size_t codesDiffer = 0, total = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const float scale = std::exp2(ud(rng));
+    for (int i = 0; i < G; ++i) x[i] = nd(rng) * scale * (i % 17 == 0 ? 20.0f : 1.0f);
+    const uint32_t word = kmath::ashEncodeBlock<G, F>(x, y, q, p);
+    ASSERT_FALSE(kmath::isRawWord(word));
+    kmath::ashDecodeBlock<G, F>(q, word, a);
+    kmath::fwht<G>(a);
+    kmath::ashDecodeRotatedBlock<G, F>(q, word, b);
+    float amax = 0;
+    for (int i = 0; i < G; ++i) amax = std::max(amax, std::fabs(a[i]));
+    for (int i = 0; i < G; ++i) ASSERT_NEAR(b[i], a[i], amax * 1e-5f) << "G=" << G << " i=" << i;
+    for (int i = 0; i < G; ++i) h[i] = x[i];
+    kmath::fwht<G>(h);
+    uint32_t w2 = 0;
+    ASSERT_TRUE((kmath::ashEncodeRotatedBlock<G, F>(h, q2, &w2, p)));
+    ASSERT_FALSE(kmath::isRawWord(w2));
+    const float c1 = kmath::bitsFloat(word), c2 = kmath::bitsFloat(w2);
+    EXPECT_NEAR(c2, c1, c1 * 1e-5f);
+    for (int i = 0; i < G; ++i) {
+      const float d1 = kmath::fp8ToFloat<F>(q[i]), d2 = kmath::fp8ToFloat<F>(q2[i]);
+      ASSERT_LE(std::fabs(d2 - d1), std::max(std::fabs(d1), std::fabs(d2)) * 0.25f + 0.02f);
+      codesDiffer += q[i] != q2[i];
+      ++total;
+    }
+  }
+  EXPECT_LT(static_cast<double>(codesDiffer), 0.02 * static_cast<double>(total)) << "G=" << G;
+  // RAW payload blocks: the rotated term is the transform of the RAW decode
+  for (int i = 0; i < G; ++i) x[i] = i == 3 ? kmath::bitsFloat(0x7f800000u) : nd(rng);
+  const uint32_t raw = kmath::ashEncodeBlock<G, F>(x, y, q, p);
+  ASSERT_TRUE(kmath::isRawWord(raw));
+  kmath::ashDecodeBlock<G, F>(q, raw, a);
+  kmath::fwht<G>(a);
+  kmath::ashDecodeRotatedBlock<G, F>(q, raw, b);
+  for (int i = 0; i < G; ++i) ASSERT_EQ(kmath::floatBits(b[i]), kmath::floatBits(a[i]));
+  // w all zero: RAW zero block
+  for (int i = 0; i < G; ++i) h[i] = i % 2 ? -0.0f : 0.0f;
+  uint32_t w = 1;
+  ASSERT_TRUE((kmath::ashEncodeRotatedBlock<G, F>(h, q2, &w, p)));
+  EXPECT_EQ(w, kmath::rawWord(0.0f));
+  for (int i = 0; i < G; ++i) ASSERT_EQ(q2[i], 0);
+  // non-finite w, and a block whose scale would be subnormal: the linear order
+  for (int i = 0; i < G; ++i) h[i] = nd(rng);
+  h[G - 1] = std::nanf("");
+  EXPECT_FALSE((kmath::ashEncodeRotatedBlock<G, F>(h, q2, &w, p)));
+  h[G - 1] = -kmath::bitsFloat(0x7f800000u);
+  EXPECT_FALSE((kmath::ashEncodeRotatedBlock<G, F>(h, q2, &w, p)));
+  for (int i = 0; i < G; ++i) h[i] = 1e-40f * static_cast<float>(i % 5);
+  EXPECT_FALSE((kmath::ashEncodeRotatedBlock<G, F>(h, q2, &w, p)));
+}
+
+TEST(BlockMath, RotatedOwnerStepPiecesMatchTheLinearOnes) {
+  std::mt19937 rng(23);
+  forEachG([&](auto gt) {
+    constexpr int G = decltype(gt)::value;
+    checkRotated<G, kmath::Fp8E4M3>(rng);
+    checkRotated<G, kmath::Fp8E5M2>(rng);
+  });
+}
+
 TEST(BlockMath, RneIntIsRintf) {
   std::mt19937 rng(23);
   std::uniform_real_distribution<float> u(-200.0f, 200.0f);

@@ -113,5 +113,68 @@ COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, De
   for (int i = 0; i < G; ++i) out[i] = mulRn(out[i], c);
 }
 
+// ---- the two-shot owner step in the rotated domain ------------------------------------------
+//
+// The decoder is linear, decode(q, c) = c * H q (H unnormalized, H H = G I), so the owner's sum
+// of a block, S = x_self + sum_r c_r H q_r, has the transform
+//   H S = H x_self + sum_r (G c_r) q_r,
+// and encode(S) needs S only through H S: its energy is ||H S||^2 / G and its coefficients are
+// y = H(alpha S) = alpha (H S). The owner therefore transforms its own input once and, after
+// encoding, the output once: 2 transforms an element instead of p + 1 (device-performance
+// notes, "decodeReduceEncode is ALU-bound"). This fixes the floating-point order of the fused
+// step (block_driver.h, decodeReduceEncodeBlocks), on the host and on the device alike:
+//   term_self = fwht(x_self); term_r = ashDecodeRotatedBlock(q_r, c_r);
+//   w = term_0 + term_1 + ... (rank order, first assigned); w *= scale if scale != 1;
+//   ashEncodeRotatedBlock(w).
+// A block takes the linear order (the sum of decoded blocks, then ashEncodeBlock) instead when
+// it is the partial last block of a chunk (its zero padding must be restored in the linear
+// domain), when w holds a NaN or Inf (non-finite input, or a transform that overflowed) or when
+// its scales are unusable (the RAW encode needs S).
+
+// term_r of a peer block: H(decode(codes, word)), i.e. fp8ToFloat(q_i) * (G c) for a transform
+// block (G c exact: c is a normal power-of-two multiple), fwht of the decoded values for a RAW
+// block.
+template <int G, class F, class Deq = Fp8Dequant<F>>
+COCCL_HD void ashDecodeRotatedBlock(const uint8_t* codes, uint32_t word, float* out,
+                                    Deq deq = Deq()) {
+  if (isRawWord(word)) {
+    float r = rawScaleFromWord(word);
+    for (int i = 0; i < G; ++i) out[i] = ashDecodeRawElem<F>(codes[i], r);
+    fwht<G>(out);
+    return;
+  }
+  const float gc = mulRn(bitsFloat(word), static_cast<float>(G));
+  for (int i = 0; i < G; ++i) out[i] = mulRn(deq(codes[i]), gc);
+}
+
+// Encode of a block S given only w = H S. Returns false (codes and *word untouched) when the
+// block must take the linear order: w not finite, or scales unusable. w all +-0 is the RAW
+// zero block (codes 0x00, scale word -0.0). Otherwise, in this order:
+//   E = blockEnergy<G>(w) * (1/G); alpha = adaptiveAlpha<G>(E, ...); m = alpha * max |w|;
+//   inv = Qmax / m; c = decodeMultiplier(m, Qmax, 1/G, 1/alpha); q_i = fp8(alpha * w_i * inv)
+// (each product rounded; alpha * max |w| == max |alpha * w_i| as rounding is monotone).
+template <int G, class F>
+COCCL_HD bool ashEncodeRotatedBlock(const float* w, uint8_t* codes, uint32_t* word,
+                                    const AshParams& p) {
+  using Fmt = AshFormat<F>;
+  const uint32_t amax = maxAbsBits<G>(w);
+  if (!isFiniteBits(amax)) return false;
+  if (amax == 0u) {
+    for (int i = 0; i < G; ++i) codes[i] = 0;
+    *word = rawWord(0.0f);
+    return true;
+  }
+  const float invG = 1.0f / static_cast<float>(G);
+  const float energy = mulRn(blockEnergy<G>(w), invG);
+  const float alpha = adaptiveAlpha<G>(energy, Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
+  const float m = mulRn(alpha, bitsFloat(amax));
+  const float inv = divRn(Fmt::kQmax, m);
+  const float c = decodeMultiplier(m, Fmt::kQmax, invG, divRn(1.0f, alpha));
+  if (!scalesUsable(m, inv, c)) return false;
+  for (int i = 0; i < G; ++i) codes[i] = floatToFp8SatNonNan<F>(mulRn(mulRn(alpha, w[i]), inv));
+  *word = floatBits(c);
+  return true;
+}
+
 }  // namespace kmath
 }  // namespace coccl

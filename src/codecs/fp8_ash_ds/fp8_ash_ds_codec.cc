@@ -68,6 +68,24 @@ struct AshKernel {
     kmath::ashDecodeBlock<G, F>(codes, word, out, TableDequant{table});
   }
 
+  // the owner step in the rotated domain (ash_block.h)
+  static constexpr bool kRotatedReduce = true;
+
+  template <int G>
+  COCCL_BLOCK_INLINE void decodeRotated(const uint8_t* codes, uint32_t word, float* out) const {
+    kmath::ashDecodeRotatedBlock<G, F>(codes, word, out, TableDequant{table});
+  }
+
+  template <int G>
+  COCCL_BLOCK_INLINE void rotate(float* v) const {
+    kmath::fwht<G>(v);
+  }
+
+  template <int G>
+  COCCL_BLOCK_INLINE bool encodeRotated(const float* w, uint8_t* codes, uint32_t* word) const {
+    return kmath::ashEncodeRotatedBlock<G, F>(w, codes, word, params);
+  }
+
   double errorBound(size_t g, double rms, double absmax) const {
     const double G = static_cast<double>(g);
     const bool e4m3 = F::kMantBits == 3;

@@ -135,6 +135,67 @@ struct TileAsh {
     }
     if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
   }
+
+  // ---- the owner step in the rotated domain (kmath::ashDecodeRotatedBlock /
+  // ashEncodeRotatedBlock, ash_block.h) ----
+  static constexpr bool kRotatedReduce = true;
+
+  // out = H(decode(q, word)): q * (G c) for transform blocks, no transform; RAW blocks are
+  // decoded and transformed (warp-uniform branch, taken only if a group of the warp is RAW).
+  __device__ __forceinline__ static void decodeRotated(const uint32_t (&q)[E1][W], uint32_t word,
+                                                       float (&out)[E1][E0], int lig,
+                                                       const Params&) {
+    using namespace kmath;
+    const bool raw = isRawWord(word);
+    dequant(q, out);
+    const float gc = mulRn(bitsFloat(word), static_cast<float>(G));
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], gc);
+    if (__any_sync(kFullMask, raw)) {
+      float t[E1][E0];
+      rawDecode(q, word, t);
+      tileFwht<S>(t, lig);
+      if (raw) {
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int e = 0; e < E0; ++e) out[j][e] = t[j][e];
+      }
+    }
+  }
+
+  // Encodes each group's block S from w = H S into q and returns its scale word; clears ok
+  // for a group that must take the linear order (w not finite, scales unusable), whose q and
+  // word are then meaningless.
+  __device__ __forceinline__ static uint32_t encodeRotated(const float (&w)[E1][E0],
+                                                           uint32_t (&q)[E1][W], bool& ok,
+                                                           const Params& p) {
+    using namespace kmath;
+    const float amax = groupMaxAbs<L>(tileMaxAbs<S>(w));  // NaN if any element is
+    const bool finite = amax < bitsFloat(0x7f800000u);
+    const bool zero = finite && !(amax > 0.0f);
+    const float invG = 1.0f / static_cast<float>(G);
+    const float energy = mulRn(tileEnergy<S>(w), invG);
+    const float alpha = tileAlpha<G>(energy, Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
+    const float m = mulRn(alpha, amax);
+    const float inv = divRn(Fmt::kQmax, m);
+    const float c = decodeMultiplier(m, Fmt::kQmax, invG, invPow2(alpha));
+    ok = ok && finite && (zero || scalesUsable(m, inv, c));
+#pragma unroll
+    for (int j = 0; j < E1; ++j) {
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        const float* y = &w[j][4 * k];
+        const uint32_t codes =
+            f32x4ToFp8x4<F>(mulRn(mulRn(alpha, y[0]), inv), mulRn(mulRn(alpha, y[1]), inv),
+                            mulRn(mulRn(alpha, y[2]), inv), mulRn(mulRn(alpha, y[3]), inv));
+        q[j][k] = zero ? 0u : codes;
+      }
+    }
+    return zero ? rawWord(0.0f) : floatBits(c);
+  }
 };
 
 // The tile family of fp8_ash_ds in format F: the tile codec for a shape S.

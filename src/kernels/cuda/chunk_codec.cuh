@@ -56,9 +56,14 @@ __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t 
 //   outPayload == null: userOut gets acc rounded to Tag's type.
 // self = -1: no raw input (ins[self] is never read). Equals the host's decodeReduceEncode, and
 // with self = 0, selfIn = userOut = acc (fp32), ins[1..p) payloads, the host's decodeAccumulate
-// of ins[1], ins[2], ... in that order. The payload of the next rank is fetched while the
-// current one is decoded. Elems: elements a lane; kEncode = false compiles out the encode
-// (outPayload must be null), which leaves room for 32 elements a lane.
+// of ins[1], ins[2], ... in that order. A tile family with kRotatedReduce (fp8_ash_ds) forms the
+// encoded sum in the rotated domain when there is a raw input and an encode (the host's order,
+// src/codecs/fp8_ash_ds/ash_block.h): a warp whose groups all allow it runs 2 transforms an
+// element, one that holds a group needing the linear order (the partial last block, non-finite
+// or unusable scales) runs the linear sum too and takes it for those groups. The payload of the
+// next rank is fetched while the current one is decoded. Elems: elements a lane; kEncode =
+// false compiles out the encode (outPayload must be null), which leaves room for 32 elements a
+// lane. Every tile family states kRotatedReduce.
 template <class Fam, int G, class Tag, int Elems = COCCL_REDUCE_TILE_ELEMS, bool kEncode = true>
 __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                              const typename Tag::T* selfIn, size_t n, float scale,
@@ -77,60 +82,80 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
   const bool typedVec =
       ((reinterpret_cast<uintptr_t>(selfIn) | reinterpret_cast<uintptr_t>(userOut)) & 15u) == 0;
   const int firstPayload = self == 0 ? 1 : 0;
+  constexpr bool kRotated = kEncode && C::kRotatedReduce;
+  const bool rotated = kRotated && self >= 0 && outPayload != nullptr;
   forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const size_t base = b * G;
     const bool full = base + G <= n;
-    float acc[E1][E0];
-    uint32_t q[E1][W];
-    uint32_t w = 0;
-    if (firstPayload < p) w = loadCodesTile<S>(ins[firstPayload], nb, b, lig, codesVec, q);
-    for (int r = 0; r < p; ++r) {
-      float z[E1][E0];
-      if (r == self) {
-        loadTile<Tag, S>(selfIn, n, base, lig, full && typedVec, z);
-      } else {
-        uint32_t qc[E1][W];
+    // acc = the sum of the terms in rank order: the raw input and the decoded payloads, or
+    // (rot) their transforms
+    const auto sum = [&](float(&acc)[E1][E0], bool rot) {
+      uint32_t q[E1][W];
+      uint32_t w = 0;
+      if (firstPayload < p) w = loadCodesTile<S>(ins[firstPayload], nb, b, lig, codesVec, q);
+      for (int r = 0; r < p; ++r) {
+        float z[E1][E0];
+        if (r == self) {
+          loadTile<Tag, S>(selfIn, n, base, lig, full && typedVec, z);
+          if constexpr (kRotated) {
+            if (rot) tileFwht<S>(z, lig);
+          }
+        } else {
+          uint32_t qc[E1][W];
 #pragma unroll
-        for (int j = 0; j < E1; ++j)
+          for (int j = 0; j < E1; ++j)
 #pragma unroll
-          for (int k = 0; k < W; ++k) qc[j][k] = q[j][k];
-        const uint32_t wc = w;
-        const int rn = r + 1 == self ? r + 2 : r + 1;
-        if (rn < p) w = loadCodesTile<S>(ins[rn], nb, b, lig, codesVec, q);
-        C::decode(qc, wc, z, lig, prm);
+            for (int k = 0; k < W; ++k) qc[j][k] = q[j][k];
+          const uint32_t wc = w;
+          const int rn = r + 1 == self ? r + 2 : r + 1;
+          if (rn < p) w = loadCodesTile<S>(ins[rn], nb, b, lig, codesVec, q);
+          if constexpr (kRotated) {
+            if (rot)
+              C::decodeRotated(qc, wc, z, lig, prm);
+            else
+              C::decode(qc, wc, z, lig, prm);
+          } else {
+            C::decode(qc, wc, z, lig, prm);
+          }
+        }
+        if (r == 0) {
+#pragma unroll
+          for (int j = 0; j < E1; ++j)
+#pragma unroll
+            for (int e = 0; e < E0; ++e) acc[j][e] = z[j][e];
+        } else {
+#pragma unroll
+          for (int j = 0; j < E1; ++j)
+#pragma unroll
+            for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+        }
       }
-      if (r == 0) {
+      if (scale != 1.0f) {
 #pragma unroll
         for (int j = 0; j < E1; ++j)
 #pragma unroll
-          for (int e = 0; e < E0; ++e) acc[j][e] = z[j][e];
-      } else {
-#pragma unroll
-        for (int j = 0; j < E1; ++j)
-#pragma unroll
-          for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+          for (int e = 0; e < E0; ++e) acc[j][e] = kmath::mulRn(acc[j][e], scale);
       }
-    }
-    if (scale != 1.0f) {
+    };
+    // the linear sum (decoded terms), padding zeroed as encode(fp32 acc) would see it
+    const auto linearSum = [&](float(&acc)[E1][E0]) {
+      sum(acc, false);
+      if (!full) {
 #pragma unroll
-      for (int j = 0; j < E1; ++j)
+        for (int j = 0; j < E1; ++j)
 #pragma unroll
-        for (int e = 0; e < E0; ++e) acc[j][e] = kmath::mulRn(acc[j][e], scale);
-    }
-    if (!full) {  // positions past n are zero padding, as encode(fp32 acc) would see them
-#pragma unroll
-      for (int j = 0; j < E1; ++j)
-#pragma unroll
-        for (int e = 0; e < E0; ++e)
-          if (base + S::runStart(j, lig) + e >= n) acc[j][e] = 0.0f;
-    }
-    if (kEncode && outPayload != nullptr) {
+          for (int e = 0; e < E0; ++e)
+            if (base + S::runStart(j, lig) + e >= n) acc[j][e] = 0.0f;
+      }
+    };
+    // encode(acc) of the linear sum into q, returning the word
+    const auto linearEncode = [&](const float(&acc)[E1][E0], uint32_t(&q)[E1][W]) {
       float v[E1][E0];
 #pragma unroll
       for (int j = 0; j < E1; ++j)
 #pragma unroll
         for (int e = 0; e < E0; ++e) v[j][e] = acc[j][e];
-      const uint32_t wo = C::encode(
+      return C::encode(
           v,
           [&](float(&x)[E1][E0]) {
 #pragma unroll
@@ -139,11 +164,49 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
               for (int e = 0; e < E0; ++e) x[j][e] = acc[j][e];
           },
           q, lig, prm);
+    };
+    // stores the codes and what every rank will decode from them
+    const auto storeEncoded = [&](const uint32_t(&q)[E1][W], uint32_t wo) {
       if (valid) storeCodesTile<S>(outPayload, nb, b, lig, codesVec, q, wo);
-      if (userOut != nullptr) {  // what every rank will decode from these bytes
+      if (userOut != nullptr) {
+        float v[E1][E0];
         C::decode(q, wo, v, lig, prm);
         if (valid) storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, v);
       }
+    };
+    if constexpr (kRotated) {
+      if (rotated) {
+        uint32_t q[E1][W];
+        uint32_t wo;
+        bool ok = full;
+        {
+          float acc[E1][E0];
+          sum(acc, true);
+          wo = C::encodeRotated(acc, q, ok, prm);
+        }
+        if (!__all_sync(kFullMask, ok)) {
+          float acc[E1][E0];
+          linearSum(acc);
+          uint32_t ql[E1][W];
+          const uint32_t wl = linearEncode(acc, ql);
+          if (!ok) {
+#pragma unroll
+            for (int j = 0; j < E1; ++j)
+#pragma unroll
+              for (int k = 0; k < W; ++k) q[j][k] = ql[j][k];
+            wo = wl;
+          }
+        }
+        storeEncoded(q, wo);
+        return;
+      }
+    }
+    float acc[E1][E0];
+    linearSum(acc);
+    if (kEncode && outPayload != nullptr) {
+      uint32_t q[E1][W];
+      const uint32_t wo = linearEncode(acc, q);
+      storeEncoded(q, wo);
     } else if (userOut != nullptr && valid) {
       storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, acc);
     }
