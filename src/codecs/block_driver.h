@@ -128,7 +128,7 @@ COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t c
 }
 
 // Whether K reduces in the rotated domain (K::kRotatedReduce, with
-//   template <int G> void decodeRotated(const Code*, uint32_t word, float* out) const;
+//   template <int G> bool decodeRotated(const Code*, uint32_t word, float* out) const;
 //   template <int G> void rotate(float* v) const;                       (v <- H v)
 //   template <int G> bool encodeRotated(const float* w, Code*, uint32_t* word) const;
 // as src/codecs/fp8_ash_ds/ash_block.h defines them).
@@ -155,8 +155,9 @@ COCCL_BLOCK_INLINE bool reduceBlockRotated(const K& k, const void* const* ins, i
       k.template rotate<G>(z);
     } else {
       const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
-      k.template decodeRotated<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
-                                  loadWord(in + geo.metaAt(nb, b)), z);
+      if (!k.template decodeRotated<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
+                                       loadWord(in + geo.metaAt(nb, b)), z))
+        return false;
     }
     if (r == 0) {
       for (int i = 0; i < G; ++i) acc[i] = z[i];

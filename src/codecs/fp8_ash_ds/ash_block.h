@@ -128,23 +128,20 @@ COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, De
 //   ashEncodeRotatedBlock(w).
 // A block takes the linear order (the sum of decoded blocks, then ashEncodeBlock) instead when
 // it is the partial last block of a chunk (its zero padding must be restored in the linear
-// domain), when w holds a NaN or Inf (non-finite input, or a transform that overflowed) or when
-// its scales are unusable (the RAW encode needs S).
+// domain), when a peer's block is RAW (non-finite, all-zero or tiny input), when w holds a NaN
+// or Inf (non-finite own input, or a transform that overflowed) or when its scales are
+// unusable (the RAW encode needs S).
 
-// term_r of a peer block: H(decode(codes, word)), i.e. fp8ToFloat(q_i) * (G c) for a transform
-// block (G c exact: c is a normal power-of-two multiple), fwht of the decoded values for a RAW
-// block.
+// term_r of a peer block: H(decode(codes, word)) = fp8ToFloat(q_i) * (G c) for a transform
+// block (G c exact: c is a normal fp32 and G a power of two); returns false (out untouched) for
+// a RAW block, whose owner step then takes the linear order.
 template <int G, class F, class Deq = Fp8Dequant<F>>
-COCCL_HD void ashDecodeRotatedBlock(const uint8_t* codes, uint32_t word, float* out,
+COCCL_HD bool ashDecodeRotatedBlock(const uint8_t* codes, uint32_t word, float* out,
                                     Deq deq = Deq()) {
-  if (isRawWord(word)) {
-    float r = rawScaleFromWord(word);
-    for (int i = 0; i < G; ++i) out[i] = ashDecodeRawElem<F>(codes[i], r);
-    fwht<G>(out);
-    return;
-  }
+  if (isRawWord(word)) return false;
   const float gc = mulRn(bitsFloat(word), static_cast<float>(G));
   for (int i = 0; i < G; ++i) out[i] = mulRn(deq(codes[i]), gc);
+  return true;
 }
 
 // Encode of a block S given only w = H S. Returns false (codes and *word untouched) when the

@@ -72,8 +72,8 @@ struct AshKernel {
   static constexpr bool kRotatedReduce = true;
 
   template <int G>
-  COCCL_BLOCK_INLINE void decodeRotated(const uint8_t* codes, uint32_t word, float* out) const {
-    kmath::ashDecodeRotatedBlock<G, F>(codes, word, out, TableDequant{table});
+  COCCL_BLOCK_INLINE bool decodeRotated(const uint8_t* codes, uint32_t word, float* out) const {
+    return kmath::ashDecodeRotatedBlock<G, F>(codes, word, out, TableDequant{table});
   }
 
   template <int G>

@@ -140,30 +140,18 @@ struct TileAsh {
   // ashEncodeRotatedBlock, ash_block.h) ----
   static constexpr bool kRotatedReduce = true;
 
-  // out = H(decode(q, word)): q * (G c) for transform blocks, no transform; RAW blocks are
-  // decoded and transformed (warp-uniform branch, taken only if a group of the warp is RAW).
+  // out = H(decode(q, word)) = q * (G c) of a transform block, no transform; clears ok for a
+  // RAW block (the owner step then takes the linear order for the group).
   __device__ __forceinline__ static void decodeRotated(const uint32_t (&q)[E1][W], uint32_t word,
-                                                       float (&out)[E1][E0], int lig,
-                                                       const Params&) {
+                                                       float (&out)[E1][E0], bool& ok) {
     using namespace kmath;
-    const bool raw = isRawWord(word);
+    ok = ok && !isRawWord(word);
     dequant(q, out);
     const float gc = mulRn(bitsFloat(word), static_cast<float>(G));
 #pragma unroll
     for (int j = 0; j < E1; ++j)
 #pragma unroll
       for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], gc);
-    if (__any_sync(kFullMask, raw)) {
-      float t[E1][E0];
-      rawDecode(q, word, t);
-      tileFwht<S>(t, lig);
-      if (raw) {
-#pragma unroll
-        for (int j = 0; j < E1; ++j)
-#pragma unroll
-          for (int e = 0; e < E0; ++e) out[j][e] = t[j][e];
-      }
-    }
   }
 
   // Encodes each group's block S from w = H S into q and returns its scale word; clears ok

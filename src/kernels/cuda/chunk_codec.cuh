@@ -64,6 +64,111 @@ __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t 
 // next rank is fetched while the current one is decoded. Elems: elements a lane; kEncode =
 // false compiles out the encode (outPayload must be null), which leaves room for 32 elements a
 // lane. Every tile family states kRotatedReduce.
+// What every tile of one reduceChunkT call shares.
+template <class Tag>
+struct ReduceTileArgs {
+  const uint8_t* const* ins;
+  int p, self;
+  const typename Tag::T* selfIn;
+  size_t n, nb;
+  float scale;
+  bool codesVec, typedVec;
+};
+
+// acc = the sum over ranks in order (first term assigned) of the raw input and the decoded
+// payloads of block b (kRot: their transforms, tile family C's decodeRotated), times scale; the
+// linear sum has its padding zeroed, as encode(fp32 acc) would see it.
+// kRot clears ok for a group with a RAW payload block.
+template <class C, class S, class Tag, bool kRot>
+__device__ __forceinline__ void sumTile(const ReduceTileArgs<Tag> a,
+                                        const typename C::Params& prm, size_t b, int lig,
+                                        float (&acc)[S::kE1][S::kE0], bool* ok = nullptr) {
+  constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, W = S::kW;
+  const size_t base = b * G;
+  const bool full = base + G <= a.n;
+  const int firstPayload = a.self == 0 ? 1 : 0;
+  uint32_t q[E1][W];
+  uint32_t w = 0;
+  if (firstPayload < a.p) w = loadCodesTile<S>(a.ins[firstPayload], a.nb, b, lig, a.codesVec, q);
+  for (int r = 0; r < a.p; ++r) {
+    float z[E1][E0];
+    if (r == a.self) {
+      loadTile<Tag, S>(a.selfIn, a.n, base, lig, full && a.typedVec, z);
+      if constexpr (kRot) tileFwht<S>(z, lig);
+    } else {
+      uint32_t qc[E1][W];
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int k = 0; k < W; ++k) qc[j][k] = q[j][k];
+      const uint32_t wc = w;
+      const int rn = r + 1 == a.self ? r + 2 : r + 1;
+      if (rn < a.p) w = loadCodesTile<S>(a.ins[rn], a.nb, b, lig, a.codesVec, q);
+      if constexpr (kRot)
+        C::decodeRotated(qc, wc, z, *ok);
+      else
+        C::decode(qc, wc, z, lig, prm);
+    }
+    if (r == 0) {
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) acc[j][e] = z[j][e];
+    } else {
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+    }
+  }
+  if (a.scale != 1.0f) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e) acc[j][e] = kmath::mulRn(acc[j][e], a.scale);
+  }
+  if (!kRot && !full) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e)
+        if (base + S::runStart(j, lig) + e >= a.n) acc[j][e] = 0.0f;
+  }
+}
+
+// encode(acc) into q (acc kept: it is what the RAW fallback reloads); returns the scale word.
+template <class C, class S>
+__device__ __forceinline__ uint32_t encodeSum(const float (&acc)[S::kE1][S::kE0],
+                                              uint32_t (&q)[S::kE1][S::kW], int lig,
+                                              const typename C::Params& prm) {
+  constexpr int E0 = S::kE0, E1 = S::kE1;
+  float v[E1][E0];
+#pragma unroll
+  for (int j = 0; j < E1; ++j)
+#pragma unroll
+    for (int e = 0; e < E0; ++e) v[j][e] = acc[j][e];
+  return C::encode(
+      v,
+      [&](float(&x)[E1][E0]) {
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int e = 0; e < E0; ++e) x[j][e] = acc[j][e];
+      },
+      q, lig, prm);
+}
+
+// The linear owner step of block b into q (returns the word): the rotated path's fallback, out
+// of line so that its registers stay out of the hot loop.
+template <class C, class S, class Tag>
+__device__ __noinline__ uint32_t reduceEncodeLinearCold(const ReduceTileArgs<Tag> a,
+                                                        const typename C::Params prm, size_t b,
+                                                        int lig, uint32_t (&q)[S::kE1][S::kW]) {
+  float acc[S::kE1][S::kE0];
+  sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
+  return encodeSum<C, S>(acc, q, lig, prm);
+}
+
 template <class Fam, int G, class Tag, int Elems = COCCL_REDUCE_TILE_ELEMS, bool kEncode = true>
 __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                              const typename Tag::T* selfIn, size_t n, float scale,
@@ -73,142 +178,60 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
   constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
   static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   const typename C::Params prm = C::params(d);
-  const size_t nb = tileGeometry<S>().blocks(n);
+  ReduceTileArgs<Tag> a{ins, p, self, selfIn, n, tileGeometry<S>().blocks(n), scale, false, false};
   // vector access when every payload is E0-aligned and the typed buffers 16-byte aligned
   uintptr_t payloadBits = reinterpret_cast<uintptr_t>(outPayload);
   for (int r = 0; r < p; ++r)
     if (r != self) payloadBits |= reinterpret_cast<uintptr_t>(ins[r]);
-  const bool codesVec = (payloadBits & (E0 - 1)) == 0;
-  const bool typedVec =
+  a.codesVec = (payloadBits & (E0 - 1)) == 0;
+  a.typedVec =
       ((reinterpret_cast<uintptr_t>(selfIn) | reinterpret_cast<uintptr_t>(userOut)) & 15u) == 0;
-  const int firstPayload = self == 0 ? 1 : 0;
   constexpr bool kRotated = kEncode && C::kRotatedReduce;
   const bool rotated = kRotated && self >= 0 && outPayload != nullptr;
-  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
+  forEachTile<S::kL>(a.nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const size_t base = b * G;
     const bool full = base + G <= n;
-    // acc = the sum of the terms in rank order: the raw input and the decoded payloads, or
-    // (rot) their transforms
-    const auto sum = [&](float(&acc)[E1][E0], bool rot) {
-      uint32_t q[E1][W];
-      uint32_t w = 0;
-      if (firstPayload < p) w = loadCodesTile<S>(ins[firstPayload], nb, b, lig, codesVec, q);
-      for (int r = 0; r < p; ++r) {
-        float z[E1][E0];
-        if (r == self) {
-          loadTile<Tag, S>(selfIn, n, base, lig, full && typedVec, z);
-          if constexpr (kRotated) {
-            if (rot) tileFwht<S>(z, lig);
-          }
-        } else {
-          uint32_t qc[E1][W];
-#pragma unroll
-          for (int j = 0; j < E1; ++j)
-#pragma unroll
-            for (int k = 0; k < W; ++k) qc[j][k] = q[j][k];
-          const uint32_t wc = w;
-          const int rn = r + 1 == self ? r + 2 : r + 1;
-          if (rn < p) w = loadCodesTile<S>(ins[rn], nb, b, lig, codesVec, q);
-          if constexpr (kRotated) {
-            if (rot)
-              C::decodeRotated(qc, wc, z, lig, prm);
-            else
-              C::decode(qc, wc, z, lig, prm);
-          } else {
-            C::decode(qc, wc, z, lig, prm);
-          }
-        }
-        if (r == 0) {
-#pragma unroll
-          for (int j = 0; j < E1; ++j)
-#pragma unroll
-            for (int e = 0; e < E0; ++e) acc[j][e] = z[j][e];
-        } else {
-#pragma unroll
-          for (int j = 0; j < E1; ++j)
-#pragma unroll
-            for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
-        }
-      }
-      if (scale != 1.0f) {
-#pragma unroll
-        for (int j = 0; j < E1; ++j)
-#pragma unroll
-          for (int e = 0; e < E0; ++e) acc[j][e] = kmath::mulRn(acc[j][e], scale);
-      }
-    };
-    // the linear sum (decoded terms), padding zeroed as encode(fp32 acc) would see it
-    const auto linearSum = [&](float(&acc)[E1][E0]) {
-      sum(acc, false);
-      if (!full) {
-#pragma unroll
-        for (int j = 0; j < E1; ++j)
-#pragma unroll
-          for (int e = 0; e < E0; ++e)
-            if (base + S::runStart(j, lig) + e >= n) acc[j][e] = 0.0f;
-      }
-    };
-    // encode(acc) of the linear sum into q, returning the word
-    const auto linearEncode = [&](const float(&acc)[E1][E0], uint32_t(&q)[E1][W]) {
-      float v[E1][E0];
-#pragma unroll
-      for (int j = 0; j < E1; ++j)
-#pragma unroll
-        for (int e = 0; e < E0; ++e) v[j][e] = acc[j][e];
-      return C::encode(
-          v,
-          [&](float(&x)[E1][E0]) {
-#pragma unroll
-            for (int j = 0; j < E1; ++j)
-#pragma unroll
-              for (int e = 0; e < E0; ++e) x[j][e] = acc[j][e];
-          },
-          q, lig, prm);
-    };
-    // stores the codes and what every rank will decode from them
-    const auto storeEncoded = [&](const uint32_t(&q)[E1][W], uint32_t wo) {
-      if (valid) storeCodesTile<S>(outPayload, nb, b, lig, codesVec, q, wo);
-      if (userOut != nullptr) {
-        float v[E1][E0];
-        C::decode(q, wo, v, lig, prm);
-        if (valid) storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, v);
-      }
-    };
-    if constexpr (kRotated) {
-      if (rotated) {
-        uint32_t q[E1][W];
-        uint32_t wo;
-        bool ok = full;
-        {
-          float acc[E1][E0];
-          sum(acc, true);
-          wo = C::encodeRotated(acc, q, ok, prm);
-        }
-        if (!__all_sync(kFullMask, ok)) {
-          float acc[E1][E0];
-          linearSum(acc);
-          uint32_t ql[E1][W];
-          const uint32_t wl = linearEncode(acc, ql);
-          if (!ok) {
-#pragma unroll
-            for (int j = 0; j < E1; ++j)
-#pragma unroll
-              for (int k = 0; k < W; ++k) q[j][k] = ql[j][k];
-            wo = wl;
-          }
-        }
-        storeEncoded(q, wo);
-        return;
-      }
-    }
     float acc[E1][E0];
-    linearSum(acc);
+    bool ok = full;  // rotated: whether this group's block may keep the rotated sum
+    if constexpr (kRotated) {
+      if (rotated)
+        sumTile<C, S, Tag, true>(a, prm, b, lig, acc, &ok);
+      else
+        sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
+    } else {
+      sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
+    }
     if (kEncode && outPayload != nullptr) {
       uint32_t q[E1][W];
-      const uint32_t wo = linearEncode(acc, q);
-      storeEncoded(q, wo);
+      uint32_t wo;
+      if constexpr (kRotated) {
+        if (rotated) {
+          wo = C::encodeRotated(acc, q, ok, prm);
+          if (!__all_sync(kFullMask, ok)) {
+            uint32_t ql[E1][W];
+            const uint32_t wl = reduceEncodeLinearCold<C, S, Tag>(a, prm, b, lig, ql);
+            if (!ok) {
+#pragma unroll
+              for (int j = 0; j < E1; ++j)
+#pragma unroll
+                for (int k = 0; k < W; ++k) q[j][k] = ql[j][k];
+              wo = wl;
+            }
+          }
+        } else {
+          wo = encodeSum<C, S>(acc, q, lig, prm);
+        }
+      } else {
+        wo = encodeSum<C, S>(acc, q, lig, prm);
+      }
+      if (valid) storeCodesTile<S>(outPayload, a.nb, b, lig, a.codesVec, q, wo);
+      if (userOut != nullptr) {  // what every rank will decode from these bytes
+        float v[E1][E0];
+        C::decode(q, wo, v, lig, prm);
+        if (valid) storeTile<Tag, S>(userOut, n, base, lig, full && a.typedVec, v);
+      }
     } else if (userOut != nullptr && valid) {
-      storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, acc);
+      storeTile<Tag, S>(userOut, n, base, lig, full && a.typedVec, acc);
     }
   });
 }
