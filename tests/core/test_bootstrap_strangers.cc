@@ -8,11 +8,13 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -289,6 +291,78 @@ TEST(BootstrapStrangers, FloodOfIdleConnectionsAtARank) {
   for (int r = 0; r < n; ++r) ASSERT_TRUE(bs[r]) << "rank " << r << ": " << errs[r];
   EXPECT_LT(msSince(t0), 4000);
   checkWorks(bs);
+}
+
+// CPU time (user + system) of process `pid` in clock ticks.
+long cpuTicks(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return -1;
+  char buf[1024] = {0};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  const char* p = std::strrchr(buf, ')');
+  if (!p || n == 0) return -1;
+  long utime = 0, stime = 0;
+  // Fields after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+  // cmajflt utime stime.
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime,
+                  &stime) != 2)
+    return -1;
+  return utime + stime;
+}
+
+// A root out of descriptors (a low RLIMIT_NOFILE in its own process, flooded by another)
+// closes silent strangers to let the ranks in, and does not spin while it cannot accept.
+TEST(BootstrapStrangers, RootOutOfDescriptors) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the root's process starts its thread after fork (TSan does not support it)";
+#endif
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  const pid_t rootPid = fork();
+  ASSERT_GE(rootPid, 0);
+  if (rootPid == 0) {
+    close(p[0]);
+    rlimit lim;
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = static_cast<rlim_t>(openFds() + 40);
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(2);
+    BootstrapHandle h;
+    try {
+      bootstrapCreateRoot(&h);
+    } catch (...) {
+      _exit(3);
+    }
+    (void)!::write(p[1], &h, sizeof(h));
+    sleep(20);
+    _exit(0);
+  }
+  close(p[1]);
+  BootstrapHandle h;
+  ASSERT_EQ(::read(p[0], &h, sizeof(h)), static_cast<ssize_t>(sizeof(h)));
+  close(p[0]);
+  const pid_t flood = floodFrom(h.root, 200);  // the kernel backlog takes what the root cannot
+  ASSERT_GT(flood, 0);
+  const long cpu0 = cpuTicks(rootPid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // out of descriptors by now
+  const auto t0 = Clock::now();
+  std::vector<std::unique_ptr<Bootstrap>> bs;
+  std::vector<std::string> errs;
+  initRanks(h, 2, 5000, &bs, &errs);
+  const double ms = msSince(t0);
+  const long cpu1 = cpuTicks(rootPid);
+  kill(flood, SIGKILL);
+  kill(rootPid, SIGKILL);
+  waitpid(flood, nullptr, 0);
+  waitpid(rootPid, nullptr, 0);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(bs[r]) << "rank " << r << ": " << errs[r];
+  // The ranks queue behind 200 strangers, let in ~40 at a time as they go stale (500 ms).
+  EXPECT_LT(ms, 4500);
+  checkWorks(bs);
+  // Busy-polling would burn about one tick per 10 ms of wall time.
+  const double wallMs = 300 + ms;
+  EXPECT_LT(static_cast<double>(cpu1 - cpu0), 0.3 * wallMs / 10.0)
+      << "the root used " << (cpu1 - cpu0) << " ticks in " << wallMs << " ms";
 }
 
 // A registration with the right magic is a rank as far as the root can tell. One that claims
