@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -36,6 +37,7 @@ struct Bootstrap::Impl {
     Socket sock;
     PeerHello hello;
     size_t got = 0;
+    std::chrono::steady_clock::time_point since;  // accepted at
   };
   struct SendOp {
     int peer;
@@ -64,7 +66,8 @@ struct Bootstrap::Impl {
   std::vector<PeerInfo> peers;
   std::vector<InConn> in;
   std::vector<Socket> out;  // this -> peer
-  std::vector<Pending> pending;
+  std::vector<Pending> pending;  // oldest first; bounded (acceptAll)
+  bool acceptPaused = false;     // skip the listener for one poll (acceptAll could not accept)
   std::map<std::pair<int, uint64_t>, std::deque<std::vector<char>>> queued;
   // Guards the Socket objects (and InConn::closed) against abort()/checkPeers() running on
   // another thread. The owning thread reads them without it; it only writes under it.
@@ -105,6 +108,7 @@ struct Bootstrap::Impl {
   void progressSend(SendOp& s);
   void acceptAll();
   void dropPending(Pending& pd);
+  bool evictStalePending();
   void readHello(Pending& pd);
   void run(SendOp* s, RecvOp* r, const Deadline& dl);
   void sendTo(int peer, uint64_t tag, const void* data, size_t bytes, const Deadline& dl);

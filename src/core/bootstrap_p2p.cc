@@ -21,6 +21,13 @@ namespace {
 constexpr int kPollSliceMs = 100;  // how often a blocked wait looks at the abort flag
 constexpr size_t kFrameHeader = 2 * sizeof(uint64_t);
 constexpr uint64_t kQueueSlice = 1 << 20;  // a queued frame's buffer grows by at most this
+// Accepted connections without a complete hello: at most kMaxPending are kept. To make room
+// (or when out of descriptors) the oldest one silent for kStaleMs is closed (a rank sends its
+// hello right after connecting: that one is a stranger); with none that old the listener is
+// left out of one poll of kAcceptPauseMs and newcomers wait in the kernel's backlog.
+constexpr size_t kMaxPending = 256;
+constexpr int64_t kStaleMs = 500;
+constexpr int kAcceptPauseMs = 20;
 
 std::string errnoString(int e) {
   char buf[128];
@@ -165,18 +172,47 @@ void Bootstrap::Impl::progressSend(SendOp& s) {
   s.done = true;
 }
 
+bool Bootstrap::Impl::evictStalePending() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& pd : pending)
+    if (pd.sock.valid() && now - pd.since >= std::chrono::milliseconds(kStaleMs)) {
+      dropPending(pd);
+      std::lock_guard<std::mutex> g(mu);
+      pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                   [](const Pending& p) { return !p.sock.valid(); }),
+                    pending.end());
+      return true;
+    }
+  return false;
+}
+
 void Bootstrap::Impl::acceptAll() {
   for (;;) {
+    if (pending.size() >= kMaxPending && !evictStalePending()) {
+      acceptPaused = true;
+      return;
+    }
     int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int e = errno;
-      if (e == EINTR || e == ECONNABORTED) continue;
+      // Network errors of the new connection itself are reported here (accept(2)): skip it.
+      if (e == EINTR || e == ECONNABORTED || e == EPROTO || e == ENETDOWN || e == ENOPROTOOPT ||
+          e == EHOSTDOWN || e == ENONET || e == EHOSTUNREACH || e == ENETUNREACH)
+        continue;
       if (e == EAGAIN || e == EWOULDBLOCK) return;
       checkAbort();
+      if ((e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)) {
+        if (evictStalePending()) continue;
+        // Nothing to close: try again after a pause (the timeout still bounds the wait).
+        COCCL_WARN("bootstrap rank %d: accept() failed: %s", rank, errnoString(e).c_str());
+        acceptPaused = true;
+        return;
+      }
       COCCL_THROW(cocclSystemError, "accept() failed: %s", errnoString(e).c_str());
     }
     Pending pd;
     pd.sock = Socket(fd);
+    pd.since = std::chrono::steady_clock::now();
     std::memset(&pd.hello, 0, sizeof(pd.hello));
     std::lock_guard<std::mutex> g(mu);
     pending.push_back(std::move(pd));
@@ -234,7 +270,7 @@ void Bootstrap::Impl::run(SendOp* s, RecvOp* r, const Deadline& dl) {
 
       fds.clear();
       fdPeer.clear();
-      fds.push_back({listener.fd(), POLLIN, 0});
+      fds.push_back({acceptPaused ? -1 : listener.fd(), POLLIN, 0});
       for (auto& pd : pending) fds.push_back({pd.sock.fd(), POLLIN, 0});
       for (int p = 0; p < nranks; ++p) {
         if (!in[p].sock.valid() || in[p].closed) continue;
@@ -242,7 +278,9 @@ void Bootstrap::Impl::run(SendOp* s, RecvOp* r, const Deadline& dl) {
         fdPeer.push_back(p);
       }
       if (s && !s->done) fds.push_back({out[s->peer].fd(), POLLOUT, 0});
-      int rc = ::poll(fds.data(), fds.size(), dl.remainingMs(kPollSliceMs));
+      int rc = ::poll(fds.data(), fds.size(),
+                      dl.remainingMs(acceptPaused ? kAcceptPauseMs : kPollSliceMs));
+      acceptPaused = false;
       if (rc < 0 && errno == EINTR) continue;
       if (rc < 0) COCCL_THROW(cocclSystemError, "poll() failed: %s", errnoString(errno).c_str());
       checkAbort();

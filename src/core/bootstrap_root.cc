@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <system_error>
 #include <mutex>
@@ -29,11 +30,60 @@ namespace coccl {
 
 namespace {
 
+// Connections that have not completed a registration: at most kMaxPending are kept. To make
+// room (or when out of descriptors) the oldest one that has been silent for kStaleMs is closed
+// (a rank sends its registration right after connecting, so that one is a stranger); with
+// none that old, accepting pauses for kAcceptPauseMs and the newcomers wait in the kernel's
+// backlog, costing no descriptor.
+constexpr size_t kMaxPending = 1024;
+constexpr int64_t kStaleMs = 500;
+constexpr int kAcceptPauseMs = 50;
+
 struct RootConn {
   Socket sock;
   RootRegistration reg;
   size_t got = 0;
+  std::chrono::steady_clock::time_point since;  // accepted at
 };
+
+// Closes the oldest stale pending connection; false if none is stale.
+bool evictStale(std::vector<RootConn>& pending) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = pending.begin(); it != pending.end(); ++it)
+    if (now - it->since >= std::chrono::milliseconds(kStaleMs)) {
+      pending.erase(it);
+      return true;
+    }
+  return false;
+}
+
+// Accepts what the listener has, within the bounds above.
+void acceptSome(const Socket& listener, std::vector<RootConn>& pending, const std::string& where,
+                bool* paused) {
+  for (;;) {
+    if (pending.size() >= kMaxPending && !evictStale(pending)) {
+      *paused = true;
+      return;
+    }
+    int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      if (e == EINTR || e == ECONNABORTED) continue;
+      if (e == EAGAIN || e == EWOULDBLOCK) return;
+      if ((e == EMFILE || e == ENFILE) && evictStale(pending)) continue;
+      // Out of descriptors with nothing to close, or another failure: try again after a pause
+      // (the listener is level-triggered: polling it at once would spin).
+      COCCL_WARN("bootstrap root %s: accept failed: %s", where.c_str(), std::strerror(e));
+      *paused = true;
+      return;
+    }
+    RootConn c;
+    c.sock = Socket(fd);
+    std::memset(&c.reg, 0, sizeof(c.reg));
+    c.since = std::chrono::steady_clock::now();
+    pending.push_back(std::move(c));
+  }
+}
 
 const char* statusText(int32_t s) {
   switch (s) {
@@ -82,11 +132,15 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
   std::unique_lock<std::mutex> work(g_rootWork);  // released last, after the locals below
   try {
     Deadline deadline(timeoutMs);
-    std::vector<RootConn> pending;  // connected, registration incomplete
-    std::vector<RootConn> ranks;    // index = rank, sock valid once registered
+    std::vector<RootConn> pending;  // connected, registration incomplete (oldest first)
+    // Registered ranks by rank. A map, not a vector of nranks: nranks is what the first
+    // registration claims, and a claim of 2^30 must not size anything (the table is built only
+    // once that many ranks really registered).
+    std::map<int, RootConn> ranks;
     int nranks = -1;
     int registered = 0;
     std::vector<pollfd> fds;
+    bool acceptPaused = false;  // out of fds with nothing to evict: skip the listener one round
     while (nranks < 0 || registered < nranks) {
       if (deadline.expired()) {
         COCCL_WARN("bootstrap root %s: timed out after %lld ms with %d of %d ranks registered",
@@ -94,12 +148,14 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
         return;
       }
       fds.clear();
-      fds.push_back({listener.fd(), POLLIN, 0});
+      fds.push_back({acceptPaused ? -1 : listener.fd(), POLLIN, 0});
       for (auto& c : pending) fds.push_back({c.sock.fd(), POLLIN, 0});
-      for (auto& c : ranks)
-        if (c.sock.valid()) fds.push_back({c.sock.fd(), static_cast<short>(POLLIN | POLLRDHUP), 0});
+      for (auto& kv : ranks)
+        fds.push_back({kv.second.sock.fd(), static_cast<short>(POLLIN | POLLRDHUP), 0});
       work.unlock();
-      int rc = ::poll(fds.data(), fds.size(), deadline.remainingMs());
+      int rc = ::poll(fds.data(), fds.size(),
+                      acceptPaused ? deadline.remainingMs(kAcceptPauseMs) : deadline.remainingMs());
+      acceptPaused = false;
       work.lock();
       if (rc < 0 && errno != EINTR) {
         COCCL_WARN("bootstrap root %s: poll failed: %s", where.c_str(), std::strerror(errno));
@@ -108,8 +164,8 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
       if (rc <= 0) continue;
       // A registered rank has nothing to send until it gets the table: any event means it left.
       size_t idx = 1 + pending.size();
-      for (auto& c : ranks) {
-        if (!c.sock.valid()) continue;
+      for (auto& kv : ranks) {
+        const RootConn& c = kv.second;
         if (fds[idx++].revents) {
           COCCL_WARN(
               "bootstrap root %s: rank %d (%s) left before all %d ranks registered; "
@@ -144,14 +200,11 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
         if (w == WireProgress::Complete) {
           const int32_t r = c.reg.rank;
           const RootStatus st = checkRegistration(
-              c.reg, nranks, [&ranks](int q) { return ranks[q].sock.valid(); });
+              c.reg, nranks, [&ranks](int q) { return ranks.count(q) != 0; });
           if (st != kRootOk) {
             rejectRegistration(c, magic, st, nranks, where);
           } else {
-            if (nranks < 0) {
-              nranks = c.reg.nranks;
-              ranks.resize(static_cast<size_t>(nranks));
-            }
+            if (nranks < 0) nranks = c.reg.nranks;
             c.reg.info.host[sizeof(c.reg.info.host) - 1] = '\0';
             ranks[r] = std::move(c);
             ++registered;
@@ -168,29 +221,14 @@ void rootMain(Socket listener, uint64_t magic, int64_t timeoutMs, std::string wh
         COCCL_WARN("bootstrap root %s: listening socket failed", where.c_str());
         return;
       }
-      if (fds[0].revents & POLLIN) {
-        for (;;) {
-          int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-              COCCL_WARN("bootstrap root %s: accept failed: %s", where.c_str(),
-                         std::strerror(errno));
-            break;
-          }
-          RootConn c;
-          c.sock = Socket(fd);
-          std::memset(&c.reg, 0, sizeof(c.reg));
-          pending.push_back(std::move(c));
-        }
-      }
+      if (fds[0].revents & POLLIN) acceptSome(listener, pending, where, &acceptPaused);
     }
     listener.close();
     pending.clear();
 
     // Everyone is here: send the table.
     std::vector<PeerInfo> table(static_cast<size_t>(nranks));
-    for (int r = 0; r < nranks; ++r) table[r] = ranks[r].reg.info;
+    for (auto& kv : ranks) table[static_cast<size_t>(kv.first)] = kv.second.reg.info;
     RootReply rep{magic, kRootOk, nranks};
     Deadline sendDeadline(timeoutMs);
     for (int r = 0; r < nranks; ++r) {

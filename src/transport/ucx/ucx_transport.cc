@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "transport/transport.h"
+#include "transport/ucx/ucx_log_filter.h"
 
 namespace coccl {
 namespace {
@@ -210,6 +211,7 @@ class UcxTransport final : public Transport {
 
   void teardown() {
     if (!worker_) return;
+    UcxLogFilter::Teardown quiet;
     for (auto& ep : eps_) {
       if (!ep) continue;
       ucp_request_param_t p;
@@ -230,6 +232,7 @@ class UcxTransport final : public Transport {
     context_ = nullptr;
   }
 
+  UcxLogFilter logFilter_;  // installed while this transport exists (first member: last out)
   int rank_;
   int nranks_;
   std::vector<bool> local_;  // peer r on this host
