@@ -5,11 +5,11 @@
 #   1. kernel_bench: codec kernels (256 MiB, bf16 and fp32, fp8_ash_ds and int8) vs a copy;
 #   2. coccl_perf all_reduce --mem device, 2 processes on GPU 0 (MPS), bf16, none and
 #      fp8_ash_ds, 1 MiB .. PERF_MAX; 2b. the same with COCCL_DEVICE_TRANSPORT=nccl (one
-#      NCCL_HOSTID per rank) to 256 MiB;
+#      NCCL_HOSTID per rank) to 256 MiB, for each collective of NCCL_COLLS (default all_reduce);
 #   3. with NCCL_TESTS_SRC: nccl-tests all_reduce_perf (bf16, 1 MiB .. 256 MiB) with each tree's
 #      libnccl.so.2 preloaded, COCCL_CODEC=fp8_ash_ds (2 MPI ranks on GPU 0).
 # usage: OUT=dir perf/scripts/before_after.sh BASE_SRC [NCCL_TESTS_SRC]
-# env: PERF_MAX (default 1G), ITERS (coccl_perf -n, default 10), JOBS (per build, default nproc/2)
+# env: PERF_MAX (default 1G), NCCL_COLLS (e.g. "all_reduce all_gather"), ITERS (coccl_perf -n, default 10), JOBS (per build, default nproc/2)
 # Results: $OUT/before_after.txt (busbw side by side with head/base ratios) and one log per
 # tree and measurement.
 set -uo pipefail
@@ -23,6 +23,7 @@ mkdir -p "$out"
 work=${WORK:-/tmp/coccl-before-after}
 mkdir -p "$work"
 PERF_MAX=${PERF_MAX:-1G}
+NCCL_COLLS=${NCCL_COLLS:-all_reduce}
 ITERS=${ITERS:-10}
 JOBS=${JOBS:-$(( $(nproc) / 2 ))}
 sum=$out/before_after.txt
@@ -99,19 +100,22 @@ for codec in none fp8_ash_ds; do
     awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
 done
 
-# ---- 2b. the same over the NCCL transport (the staged codec pipeline), up to 256 MiB ----------
-for codec in none fp8_ash_ds; do
-  for t in base head; do
-    echo "### $codec" >>"$out/perf_nccl_$t.txt"
-    COCCL_DEVICE_TRANSPORT=nccl launch $t "$out/perf_nccl_$t.txt" all_reduce --mem device \
-      -d bfloat16 -b 1M -e 256M -f 4 -n "$ITERS" -w 3 -c 0 --codec "$codec" ||
-      { note "coccl_perf nccl transport $t $codec FAILED"; status=1; }
+# ---- 2b. the same over the NCCL transport (the staged codec pipeline), up to 256 MiB, for each
+# collective of NCCL_COLLS -----------------------------------------------------------------------
+for coll in $NCCL_COLLS; do
+  for codec in none fp8_ash_ds; do
+    for t in base head; do
+      echo "### $codec" >>"$out/perf_nccl_${coll}_$t.txt"
+      COCCL_DEVICE_TRANSPORT=nccl launch $t "$out/perf_nccl_${coll}_$t.txt" "$coll" --mem device \
+        -d bfloat16 -b 1M -e 256M -f 4 -n "$ITERS" -w 3 -c 0 --codec "$codec" ||
+        { note "coccl_perf nccl transport $coll $t $codec FAILED"; status=1; }
+    done
   done
-done
-for codec in none fp8_ash_ds; do
-  note "## coccl_perf all_reduce --mem device, COCCL_DEVICE_TRANSPORT=nccl, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
-  join <(rows "$out/perf_nccl_base.txt" $codec) <(rows "$out/perf_nccl_head.txt" $codec) |
-    awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+  for codec in none fp8_ash_ds; do
+    note "## coccl_perf $coll --mem device, COCCL_DEVICE_TRANSPORT=nccl, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
+    join <(rows "$out/perf_nccl_${coll}_base.txt" $codec) <(rows "$out/perf_nccl_${coll}_head.txt" $codec) |
+      awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+  done
 done
 
 # ---- 3. nccl-tests through each tree's shim ------------------------------------------------------

@@ -1,6 +1,7 @@
 // The NCCL executor (nccl_executor.h): NCCL's own collectives for the exact operations, the
 // staged codec pipeline (collectives/staged/staged_codec.h) with NCCL's grouped
-// ncclSend/ncclRecv as its mover for the compressed ones.
+// ncclSend/ncclRecv as its mover for the compressed ones, and ncclAllGather of encoded bytes
+// for their gather stages.
 #include "collectives/nccl/nccl_executor.h"
 
 #include <cuda_runtime.h>
@@ -33,6 +34,10 @@ class NcclMover final : public ByteMover {
           c_.recv(x.buf, x.bytes, x.peer, s);
       }
     });
+  }
+  bool hasAllGather() const override { return true; }
+  void allGather(const void* send, void* recv, size_t bytes, cudaStream_t s) override {
+    c_.allGather(send, recv, bytes, cocclUint8, s);
   }
   void abort() override { c_.abort(); }
 

@@ -16,6 +16,11 @@
 // ReduceScatter and AllGather have three stages: a(k) S -> x(k) C -> b(k) S, issued
 //   a(0) x(0); for k: { a(k+1) x(k+1); b(k) }.
 // The last stage of a call is on S and waits for C's last transfer, so a call ends joined.
+// A mover with an allGather (NCCL) runs the gather stages (AllReduce's x2, AllGather's x) as one
+// allGather of piece k, in place in the gath slots of set k % 2 read as one buffer: payload j
+// at slot(k, kGath, 0) + j * stride(k) (gatherStride); the owner step writes its result there.
+// The same slot-reuse argument holds: the gath slots of a set are written by red(k) / a(k) on S
+// after S issued dec(k-2) / b(k-2), their last reader.
 #include "collectives/staged/staged_codec.h"
 
 #include <cuda_runtime.h>
@@ -125,6 +130,13 @@ struct StagedCodec::Impl {
     // ReduceScatter's fp32 accumulator holds slotBytes elements (codecs under 1 byte per
     // element would fit more).
     return std::min(lo, std::max<size_t>(1, slotBytes / g)) * g;
+  }
+  // Gather stages over the mover's allGather: every rank's payload of piece k at
+  // slot(k, kGath, 0) + j * stride, stride = the largest payload of the piece rounded up to
+  // 256 bytes (aligned payloads for the vector paths of the codec kernels), at most a slot.
+  size_t gatherStride(size_t largestPayload) const {
+    const size_t up = (largestPayload + 255) / 256 * 256;
+    return std::min(up, slotBytes);
   }
   // Device workspace of the codec's operations on one piece (plug-ins may ask for some; the
   // built-ins need none). Grows, never during a stream capture.
@@ -289,6 +301,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
   const size_t piece = m.pieceElems(*codec, dt);
   const size_t K = numChunks(longest, piece);
   if (K == 0) return;
+  const bool ag = m.mover.hasAllGather();  // the gather stage as one allGather a piece
   const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
   auto n = [&](int j, size_t k) {
     const size_t c = sh[j].count;
@@ -298,6 +311,21 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
     return static_cast<char*>(const_cast<void*>(base)) + (sh[j].begin + k * piece) * es;
   };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
+  // the gather stage's layout of piece k: owner j's reduced payload at gath(k, j)
+  auto stride = [&](size_t k) {
+    size_t b = 0;
+    for (int j = 0; j < p; ++j) b = std::max(b, n(j, k) ? pb(n(j, k)) : size_t{0});
+    return m.gatherStride(b);
+  };
+  auto gath = [&](size_t k, int j) {
+    return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(j) * stride(k) : m.slot(k, kGath, j);
+  };
+  if (ag) {  // the gather stage sends every piece's stride, the last ones padded
+    stats.wireBytesSent = 0;
+    for (int j = 0; j < p; ++j)
+      if (j != me) stats.wireBytesSent += pb(sh[j].count);
+    for (size_t k = 0; k < K; ++k) stats.wireBytesSent += static_cast<size_t>(p - 1) * stride(k);
+  }
   cudaStream_t s = m.user(stream);
   void* ws = m.workspace(*codec, dt, piece, s);
   m.pipeline(s, [&] {
@@ -320,9 +348,14 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
           for (int j = 0; j < p; ++j)
             ins[static_cast<size_t>(j)] = j == me ? nullptr : m.slot(k, kRecv, j);
           codec->deviceDecodeReduceEncode(ins.data(), p, me, at(in, me, k), dt, n(me, k), scale,
-                                          m.slot(k, kRed, 0), at(out, me, k), ws, s);
+                                          ag ? gath(k, me) : m.slot(k, kRed, 0), at(out, me, k),
+                                          ws, s);
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
+          if (ag) {
+            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.side);
+            return;
+          }
           m.exchange(
               k, [&](int) { return m.slot(k, kRed, 0); },
               [&](int) { return n(me, k) ? pb(n(me, k)) : 0; }, kGath,
@@ -331,7 +364,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
         [&](size_t k) {  // dec: the other owners' reduced pieces
           for (int j = 0; j < p; ++j)
             if (j != me && n(j, k))
-              codec->deviceDecode(m.slot(k, kGath, j), n(j, k), dt, at(out, j, k), ws, s);
+              codec->deviceDecode(gath(k, j), n(j, k), dt, at(out, j, k), ws, s);
         });
   });
 }
@@ -407,23 +440,41 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
   const size_t sendcount = d.count, piece = d.piece, es = d.es;
   auto n = [&](size_t k) { return d.n(k); };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
+  // with the mover's allGather: rank j's payload of piece k at slot(k, kGath, 0) + j * stride
+  const bool ag = m.mover.hasAllGather();
+  auto stride = [&](size_t k) { return m.gatherStride(pb(n(k))); };
+  auto mine = [&](size_t k) {
+    return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(me) * stride(k) : m.slot(k, kSend, me);
+  };
+  auto theirs = [&](size_t k, int j) {
+    return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(j) * stride(k)
+              : j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j);
+  };
+  if (ag) {
+    stats.wireBytesSent = 0;
+    for (size_t k = 0; k < d.K; ++k) stats.wireBytesSent += static_cast<size_t>(p - 1) * stride(k);
+  }
   cudaStream_t s = d.s;
   void* ws = d.ws;
   m.pipeline(s, [&] {
     m.run3(
         d.K, s,
         [&](size_t k) {  // encode my piece once
-          codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k),
-                              m.slot(k, kSend, me), ws, s);
+          codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k), mine(k), ws,
+                              s);
         },
         [&](size_t k) {  // my encoded piece to everyone; theirs to me
+          if (ag) {
+            m.mover.allGather(mine(k), theirs(k, 0), stride(k), m.side);
+            return;
+          }
           auto bytes = [&](int) { return pb(n(k)); };
           m.exchange(k, [&](int) { return m.slot(k, kSend, me); }, bytes, kRecv, bytes);
         },
         [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
           for (int j = 0; j < p; ++j)
             codec->deviceDecode(
-                j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j), n(k), dt,
+                theirs(k, j), n(k), dt,
                 static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
                 ws, s);
         });

@@ -34,6 +34,15 @@ class ByteMover {
   virtual ~ByteMover() = default;
   // Enqueues the whole group on `stream`; returns once it is enqueued.
   virtual void exchange(const std::vector<Xfer>& group, cudaStream_t stream) = 0;
+  // Whether allGather below exists: a transport whose collective all-gather is faster than its
+  // point-to-point (NCCL's ring on a link-bound path runs at ~1.6x its send/recv; device-
+  // performance notes) moves the gather stages with it.
+  virtual bool hasAllGather() const { return false; }
+  // Every rank's `bytes` bytes at send into recv + rank * bytes on every rank (recv holds
+  // nranks * bytes; send may be recv + rank * bytes, in place). Enqueued on `stream`.
+  virtual void allGather(const void* send, void* recv, size_t bytes, cudaStream_t stream) {
+    (void)send, (void)recv, (void)bytes, (void)stream;
+  }
   // Called when a pipeline fails half-way: peers must get an error instead of waiting forever.
   virtual void abort() = 0;
 };
