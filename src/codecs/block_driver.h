@@ -127,7 +127,8 @@ COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t c
   }
 }
 
-// Whether K reduces in the rotated domain (K::kRotatedReduce, with
+// Whether K reduces in the rotated domain (K::kRotatedReduce, for the element types of
+// K::rotatedReduceFor(bytes), with
 //   template <int G> bool decodeRotated(const Code*, uint32_t word, float* out) const;
 //   template <int G> void rotate(float* v) const;                       (v <- H v)
 //   template <int G> bool encodeRotated(const float* w, Code*, uint32_t* word) const;
@@ -199,7 +200,8 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
     const size_t base = b * G;
     const size_t n = std::min<size_t>(G, count - base);
     if constexpr (RotatedReduce<K>::value) {
-      if (n == static_cast<size_t>(G) &&
+      if (K::rotatedReduceFor(static_cast<int>(sizeof(typename FloatIO<DT>::T))) &&
+          n == static_cast<size_t>(G) &&
           reduceBlockRotated<G, DT>(k, ins, p, self, selfIn + base, b, nb, scale, out,
                                     decoded != nullptr ? decoded + base : nullptr))
         continue;

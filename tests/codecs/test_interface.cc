@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "codec_test_util.h"
+#include "codecs/fp8_ash_ds/ash_block.h"
 #include "core/error.h"
 
 namespace coccl {
@@ -109,10 +110,11 @@ TEST(Interface, DecodeAccumulateIsAccPlusDecode) {
   }
 }
 
-// Whether a codec forms the owner step's sum in the rotated domain (codec.h,
+// Whether a codec forms the owner step's sum of dt in the rotated domain (codec.h,
 // decodeReduceEncode; src/codecs/fp8_ash_ds/ash_block.h).
-bool rotatedOwnerStep(const Codec& c) {
-  return std::string(c.name()) == "fp8_ash_ds";
+bool rotatedOwnerStep(const Codec& c, cocclDataType_t dt) {
+  return std::string(c.name()) == "fp8_ash_ds" &&
+         kmath::ashRotatedReduceFor(static_cast<int>(elemSize(dt)));
 }
 
 // decodeReduceEncode == decode/decodeAccumulate in rank order, scale, encode(fp32), decode.
@@ -122,9 +124,9 @@ bool rotatedOwnerStep(const Codec& c) {
 TEST(Interface, DecodeReduceEncodeEqualsExplicitComposition) {
   for (const std::string& spec : allSpecs()) {
     CodecPtr c = makeCodec(spec);
-    const bool rotated = rotatedOwnerStep(*c);
     const size_t g = c->blockElems();
     for (cocclDataType_t dt : kTypes) {
+      const bool rotated = rotatedOwnerStep(*c, dt);
       for (size_t n : {size_t(1), size_t(300), size_t(4099)}) {
         const int p = 4;
         std::vector<Typed> raw;

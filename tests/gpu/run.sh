@@ -266,15 +266,17 @@ fi
 # ---- plug-in codec kernels: int4 (plugins/int4) beside the built-ins and a copy --------------
 if has kbench_plugins; then
   KB=$(find "$BDIR" -type f -name kernel_bench -perm -u+x | head -1)
-  if [ -n "$KB" ]; then
-    COCCL_CODEC_PLUGIN=int4 timeout 240 "$KB" --sizes 256 --dtypes bf16,fp32 \
+  # kernel_bench links coccl statically: name the plug-in by its path in the build tree
+  INT4=$(find "$BDIR" -name 'libcoccl-codec-int4.so' | head -1)
+  if [ -n "$KB" ] && [ -n "$INT4" ]; then
+    COCCL_CODEC_PLUGIN=$INT4 timeout 240 "$KB" --sizes 256 --dtypes bf16,fp32 \
       --codecs int4,int4:rotate=0,fp8_ash_ds --iters 5 --warmup 2 > "$OUT/kbench_plugins.txt" 2>&1
     rc=$?
     log "kernel_bench int4 exit $rc"
     [ $rc -ne 0 ] && status=1
     tail -30 "$OUT/kbench_plugins.txt" >> "$SUMMARY"
   else
-    log "kbench_plugins: no kernel_bench under $BDIR"
+    log "kbench_plugins: no kernel_bench or libcoccl-codec-int4.so under $BDIR"
     status=1
   fi
 fi

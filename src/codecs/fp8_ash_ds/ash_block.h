@@ -132,6 +132,16 @@ COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, De
 // or Inf (non-finite own input, or a transform that overflowed) or when its scales are
 // unusable (the RAW encode needs S).
 
+// The types whose owner step takes the rotated order: the 2-byte types (bf16, fp16), and fp32
+// in a build with COCCL_ROTATED_REDUCE_FP32=1 (off: the fp32 kernel measured slower with it
+// before its register use was cut; perf/RESULTS.md). Host and device read the same switch.
+#ifndef COCCL_ROTATED_REDUCE_FP32
+#define COCCL_ROTATED_REDUCE_FP32 0
+#endif
+COCCL_HD_CONSTEXPR bool ashRotatedReduceFor(int typeBytes) {
+  return typeBytes == 2 || (COCCL_ROTATED_REDUCE_FP32 != 0 && typeBytes == 4);
+}
+
 // term_r of a peer block: H(decode(codes, word)) = fp8ToFloat(q_i) * (G c) for a transform
 // block (G c exact: c is a normal fp32 and G a power of two); returns false (out untouched) for
 // a RAW block, whose owner step then takes the linear order.

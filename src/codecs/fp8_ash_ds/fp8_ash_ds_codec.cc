@@ -68,8 +68,11 @@ struct AshKernel {
     kmath::ashDecodeBlock<G, F>(codes, word, out, TableDequant{table});
   }
 
-  // the owner step in the rotated domain (ash_block.h)
+  // the owner step in the rotated domain (ash_block.h), for the types it is on for
   static constexpr bool kRotatedReduce = true;
+  static constexpr bool rotatedReduceFor(int typeBytes) {
+    return kmath::ashRotatedReduceFor(typeBytes);
+  }
 
   template <int G>
   COCCL_BLOCK_INLINE bool decodeRotated(const uint8_t* codes, uint32_t word, float* out) const {

@@ -138,7 +138,9 @@ struct TileAsh {
 
   // ---- the owner step in the rotated domain (kmath::ashDecodeRotatedBlock /
   // ashEncodeRotatedBlock, ash_block.h) ----
-  static constexpr bool kRotatedReduce = true;
+  __host__ __device__ static constexpr bool rotatedReduceFor(int typeBytes) {
+    return kmath::ashRotatedReduceFor(typeBytes);
+  }
 
   // out = H(decode(q, word)) = q * (G c) of a transform block, no transform; clears ok for a
   // RAW block (the owner step then takes the linear order for the group).

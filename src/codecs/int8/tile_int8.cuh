@@ -34,7 +34,7 @@ struct TileInt8 {
   __host__ __device__ static Params params(const CodecDesc& d) { return Params{d.rotate}; }
 
   // the owner step sums decoded blocks (the linear order; chunk_codec.cuh)
-  static constexpr bool kRotatedReduce = false;
+  __host__ __device__ static constexpr bool rotatedReduceFor(int) { return false; }
 
   // Biased partial sums stay exact (below 2^24) for G <= 256.
   static constexpr bool kBiasedTransform = G * (32768.0 + 255.0) < 16777216.0;

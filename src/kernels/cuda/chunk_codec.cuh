@@ -50,20 +50,6 @@ __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t 
   decodeTilesDirect<Fam, G, Tag>(d, payload, n, out, static_cast<size_t>(ws.warp), ws.nwarps);
 }
 
-// acc = sum over r = 0..p-1 in order (first term assigned, the others added) of
-// (r == self ? selfIn : decode(ins[r])); acc *= scale if scale != 1; padding zeroed; then
-//   outPayload != null: encode(acc) into it, and userOut (if any) gets decode(outPayload);
-//   outPayload == null: userOut gets acc rounded to Tag's type.
-// self = -1: no raw input (ins[self] is never read). Equals the host's decodeReduceEncode, and
-// with self = 0, selfIn = userOut = acc (fp32), ins[1..p) payloads, the host's decodeAccumulate
-// of ins[1], ins[2], ... in that order. A tile family with kRotatedReduce (fp8_ash_ds) forms the
-// encoded sum in the rotated domain when there is a raw input and an encode (the host's order,
-// src/codecs/fp8_ash_ds/ash_block.h): a warp whose groups all allow it runs 2 transforms an
-// element, one that holds a group needing the linear order (the partial last block, non-finite
-// or unusable scales) runs the linear sum too and takes it for those groups. The payload of the
-// next rank is fetched while the current one is decoded. Elems: elements a lane; kEncode =
-// false compiles out the encode (outPayload must be null), which leaves room for 32 elements a
-// lane. Every tile family states kRotatedReduce.
 // What every tile of one reduceChunkT call shares.
 template <class Tag>
 struct ReduceTileArgs {
@@ -158,17 +144,61 @@ __device__ __forceinline__ uint32_t encodeSum(const float (&acc)[S::kE1][S::kE0]
       q, lig, prm);
 }
 
-// The linear owner step of block b into q (returns the word): the rotated path's fallback, out
-// of line so that its registers stay out of the hot loop.
+// reduceChunkT's owner step in the rotated domain (a tile family C whose rotatedReduceFor the
+// type, a raw input, an encode: the host's order, block_driver.h): per tile the rotated sum
+// and its encoding; a tile holding a group whose block refuses (the partial last block, a RAW
+// payload block, non-finite or unusable scales) runs the linear sum as well, which those groups
+// take.
 template <class C, class S, class Tag>
-__device__ __noinline__ uint32_t reduceEncodeLinearCold(const ReduceTileArgs<Tag> a,
-                                                        const typename C::Params prm, size_t b,
-                                                        int lig, uint32_t (&q)[S::kE1][S::kW]) {
-  float acc[S::kE1][S::kE0];
-  sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
-  return encodeSum<C, S>(acc, q, lig, prm);
+__device__ __forceinline__ void reduceEncodeRotatedChunk(const ReduceTileArgs<Tag>& a,
+                                                         const typename C::Params& prm,
+                                                         uint8_t* outPayload,
+                                                         typename Tag::T* userOut, WarpSet ws) {
+  constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, W = S::kW;
+  forEachTile<S::kL>(a.nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
+    const size_t base = b * G;
+    const bool full = base + G <= a.n;
+    uint32_t q[E1][W];
+    uint32_t wo = 0;
+    bool ok = full;
+    {
+      float acc[E1][E0];
+      sumTile<C, S, Tag, true>(a, prm, b, lig, acc, &ok);
+      wo = C::encodeRotated(acc, q, ok, prm);
+    }
+    if (!__all_sync(kFullMask, ok)) {
+      float acc[E1][E0];
+      uint32_t ql[E1][W];
+      sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
+      const uint32_t wl = encodeSum<C, S>(acc, ql, lig, prm);
+      if (!ok) {
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int k = 0; k < W; ++k) q[j][k] = ql[j][k];
+        wo = wl;
+      }
+    }
+    if (valid) storeCodesTile<S>(outPayload, a.nb, b, lig, a.codesVec, q, wo);
+    if (userOut != nullptr) {  // what every rank will decode from these bytes
+      float v[E1][E0];
+      C::decode(q, wo, v, lig, prm);
+      if (valid) storeTile<Tag, S>(userOut, a.n, base, lig, full && a.typedVec, v);
+    }
+  });
 }
 
+// acc = sum over r = 0..p-1 in order (first term assigned, the others added) of
+// (r == self ? selfIn : decode(ins[r])); acc *= scale if scale != 1; padding zeroed; then
+//   outPayload != null: encode(acc) into it, and userOut (if any) gets decode(outPayload);
+//   outPayload == null: userOut gets acc rounded to Tag's type.
+// self = -1: no raw input (ins[self] is never read). Equals the host's decodeReduceEncode, and
+// with self = 0, selfIn = userOut = acc (fp32), ins[1..p) payloads, the host's decodeAccumulate
+// of ins[1], ins[2], ... in that order. A tile family whose rotatedReduceFor(type) (fp8_ash_ds)
+// forms the encoded sum in the rotated domain when there is a raw input
+// (reduceEncodeRotatedChunk). The payload of the next rank is fetched while the current one is
+// decoded. Elems: elements a lane; kEncode = false compiles out the encode
+// (outPayload must be null), which leaves room for 32 elements a lane.
 template <class Fam, int G, class Tag, int Elems = COCCL_REDUCE_TILE_ELEMS, bool kEncode = true>
 __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                              const typename Tag::T* selfIn, size_t n, float scale,
@@ -178,60 +208,91 @@ __device__ void reduceChunkT(const CodecDesc& d, const uint8_t* const* ins, int 
   constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
   static_assert(familyFitsTiles<Fam, G, Tag>(), "");
   const typename C::Params prm = C::params(d);
-  ReduceTileArgs<Tag> a{ins, p, self, selfIn, n, tileGeometry<S>().blocks(n), scale, false, false};
+  const size_t nb = tileGeometry<S>().blocks(n);
   // vector access when every payload is E0-aligned and the typed buffers 16-byte aligned
   uintptr_t payloadBits = reinterpret_cast<uintptr_t>(outPayload);
   for (int r = 0; r < p; ++r)
     if (r != self) payloadBits |= reinterpret_cast<uintptr_t>(ins[r]);
-  a.codesVec = (payloadBits & (E0 - 1)) == 0;
-  a.typedVec =
+  const bool codesVec = (payloadBits & (E0 - 1)) == 0;
+  const bool typedVec =
       ((reinterpret_cast<uintptr_t>(selfIn) | reinterpret_cast<uintptr_t>(userOut)) & 15u) == 0;
-  constexpr bool kRotated = kEncode && C::kRotatedReduce;
-  const bool rotated = kRotated && self >= 0 && outPayload != nullptr;
-  forEachTile<S::kL>(a.nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
+  const int firstPayload = self == 0 ? 1 : 0;
+  if constexpr (kEncode && C::rotatedReduceFor(static_cast<int>(sizeof(typename Tag::T)))) {
+    if (self >= 0 && outPayload != nullptr) {
+      const ReduceTileArgs<Tag> a{ins, p, self, selfIn, n, nb, scale, codesVec, typedVec};
+      reduceEncodeRotatedChunk<C, S, Tag>(a, prm, outPayload, userOut, ws);
+      return;
+    }
+  }
+  forEachTile<S::kL>(nb, ws.warp, ws.nwarps, [&](size_t b, int lig, bool valid) {
     const size_t base = b * G;
     const bool full = base + G <= n;
     float acc[E1][E0];
-    bool ok = full;  // rotated: whether this group's block may keep the rotated sum
-    if constexpr (kRotated) {
-      if (rotated)
-        sumTile<C, S, Tag, true>(a, prm, b, lig, acc, &ok);
-      else
-        sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
-    } else {
-      sumTile<C, S, Tag, false>(a, prm, b, lig, acc);
+    uint32_t q[E1][W];
+    uint32_t w = 0;
+    if (firstPayload < p) w = loadCodesTile<S>(ins[firstPayload], nb, b, lig, codesVec, q);
+    for (int r = 0; r < p; ++r) {
+      float z[E1][E0];
+      if (r == self) {
+        loadTile<Tag, S>(selfIn, n, base, lig, full && typedVec, z);
+      } else {
+        uint32_t qc[E1][W];
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int k = 0; k < W; ++k) qc[j][k] = q[j][k];
+        const uint32_t wc = w;
+        const int rn = r + 1 == self ? r + 2 : r + 1;
+        if (rn < p) w = loadCodesTile<S>(ins[rn], nb, b, lig, codesVec, q);
+        C::decode(qc, wc, z, lig, prm);
+      }
+      if (r == 0) {
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int e = 0; e < E0; ++e) acc[j][e] = z[j][e];
+      } else {
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+      }
+    }
+    if (scale != 1.0f) {
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) acc[j][e] = kmath::mulRn(acc[j][e], scale);
+    }
+    if (!full) {  // positions past n are zero padding, as encode(fp32 acc) would see them
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e)
+          if (base + S::runStart(j, lig) + e >= n) acc[j][e] = 0.0f;
     }
     if (kEncode && outPayload != nullptr) {
-      uint32_t q[E1][W];
-      uint32_t wo;
-      if constexpr (kRotated) {
-        if (rotated) {
-          wo = C::encodeRotated(acc, q, ok, prm);
-          if (!__all_sync(kFullMask, ok)) {
-            uint32_t ql[E1][W];
-            const uint32_t wl = reduceEncodeLinearCold<C, S, Tag>(a, prm, b, lig, ql);
-            if (!ok) {
+      float v[E1][E0];
 #pragma unroll
-              for (int j = 0; j < E1; ++j)
+      for (int j = 0; j < E1; ++j)
 #pragma unroll
-                for (int k = 0; k < W; ++k) q[j][k] = ql[j][k];
-              wo = wl;
-            }
-          }
-        } else {
-          wo = encodeSum<C, S>(acc, q, lig, prm);
-        }
-      } else {
-        wo = encodeSum<C, S>(acc, q, lig, prm);
-      }
-      if (valid) storeCodesTile<S>(outPayload, a.nb, b, lig, a.codesVec, q, wo);
+        for (int e = 0; e < E0; ++e) v[j][e] = acc[j][e];
+      const uint32_t wo = C::encode(
+          v,
+          [&](float(&x)[E1][E0]) {
+#pragma unroll
+            for (int j = 0; j < E1; ++j)
+#pragma unroll
+              for (int e = 0; e < E0; ++e) x[j][e] = acc[j][e];
+          },
+          q, lig, prm);
+      if (valid) storeCodesTile<S>(outPayload, nb, b, lig, codesVec, q, wo);
       if (userOut != nullptr) {  // what every rank will decode from these bytes
-        float v[E1][E0];
         C::decode(q, wo, v, lig, prm);
-        if (valid) storeTile<Tag, S>(userOut, n, base, lig, full && a.typedVec, v);
+        if (valid) storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, v);
       }
     } else if (userOut != nullptr && valid) {
-      storeTile<Tag, S>(userOut, n, base, lig, full && a.typedVec, acc);
+      storeTile<Tag, S>(userOut, n, base, lig, full && typedVec, acc);
     }
   });
 }
