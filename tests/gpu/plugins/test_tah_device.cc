@@ -84,7 +84,8 @@ void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int
                wsD = D->workspaceBytes(inst, n, dtype, 3, 1);
   std::vector<uint8_t> hws(wsH + 256);
   void* hw = hws.data() + ((256 - (reinterpret_cast<uintptr_t>(hws.data()) & 255)) & 255);
-  Dev dws(wsD), dIn(n * es), dPay(pb), dOut(n * es), dAcc(4 * n), dP0(pb), dP2(pb);
+  // dRed: the owner step's payload (pb bytes; more than n * es for tiny n)
+  Dev dws(wsD), dIn(n * es), dPay(pb), dOut(n * es), dAcc(4 * n), dP0(pb), dP2(pb), dRed(pb);
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   // encode
@@ -125,19 +126,19 @@ void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int
     D->host.decodeReduceEncode(inst, hIns, 3, 1, raw[1].data(), dtype, n, scale, hPay.data(),
                                hDec.data(), hw);
     upload(dIn, raw[1]);
-    D->device.decodeReduceEncode(inst, dIns, 3, 1, dIn.p, dtype, n, scale, dOut.p, dIn.p, dws.p, s);
+    D->device.decodeReduceEncode(inst, dIns, 3, 1, dIn.p, dtype, n, scale, dRed.p, dIn.p, dws.p, s);
     CK(cudaStreamSynchronize(s));
     const std::string t = " scale " + std::to_string(scale) + " " + tag;
-    expectSame(hPay, toHost(dOut.p, pb), "decodeReduceEncode out" + t);
+    expectSame(hPay, toHost(dRed.p, pb), "decodeReduceEncode out" + t);
     expectSame(hDec, toHost(dIn.p, n * es), "decodeReduceEncode decoded" + t);
     // p = 1: the owner's input times scale, encoded on the fly
     D->host.decodeReduceEncode(inst, nullptr, 1, 0, raw[1].data(), dtype, n, scale, hPay.data(),
                                hDec.data(), hw);
     upload(dIn, raw[1]);
-    D->device.decodeReduceEncode(inst, nullptr, 1, 0, dIn.p, dtype, n, scale, dOut.p, dIn.p, dws.p,
+    D->device.decodeReduceEncode(inst, nullptr, 1, 0, dIn.p, dtype, n, scale, dRed.p, dIn.p, dws.p,
                                  s);
     CK(cudaStreamSynchronize(s));
-    expectSame(hPay, toHost(dOut.p, pb), "decodeReduceEncode p 1 out" + t);
+    expectSame(hPay, toHost(dRed.p, pb), "decodeReduceEncode p 1 out" + t);
     expectSame(hDec, toHost(dIn.p, n * es), "decodeReduceEncode p 1 decoded" + t);
   }
   CK(cudaStreamDestroy(s));
