@@ -325,6 +325,8 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
  * values), nothing is written to recvbuff, and the communicator stays usable (the other pairs
  * of the group complete). Wire bytes (cocclCommGetLastCollStats): 128 per Send and per Recv,
  * plus each Send's payload (count x element size, or the codec's encodedBytes(count)).
+ * count == 0 is a no-op (no header either: a peer that posts a non-zero count then waits until
+ * COCCL_TIMEOUT_MS).
  * Device buffers run exact (a codec chosen by the policy or per call is dropped, said once per
  * communicator) with the executor's own semantics (no header). */
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,

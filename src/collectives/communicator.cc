@@ -161,6 +161,10 @@ void Communicator::run(CollRequest r) {
 }
 
 void Communicator::runP2P(std::vector<CollRequest> group) {
+  // count == 0 is a no-op at both ends (no header, nothing on the wire), as for collectives.
+  group.erase(std::remove_if(group.begin(), group.end(),
+                             [](const CollRequest& o) { return o.count == 0; }),
+              group.end());
   bool dev = false, host = false;
   size_t sent = 0;
   const Codec* shown = nullptr;  // the statistics' codec: the first compressed operation's
