@@ -328,7 +328,11 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
  * count == 0 is a no-op (no header either: a peer that posts a non-zero count then waits until
  * COCCL_TIMEOUT_MS).
  * Device buffers run exact (a codec chosen by the policy or per call is dropped, said once per
- * communicator) with the executor's own semantics (no header). */
+ * communicator) with the executor's own semantics (no header).
+ * Errors: cocclInvalidArgument (peer outside [0, nranks), a bad datatype, a NULL buffer with
+ * count > 0); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
+ * plus the header comment's); cocclSystemError (the peer did not post its side within
+ * COCCL_TIMEOUT_MS). */
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
                                   int peer, cocclComm_t comm, cudaStream_t stream);
 COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
