@@ -428,9 +428,10 @@ typedef enum COCCL_ENUM_INT {
 } cocclCollKind_t;
 
 /* Whether `comm` compresses the call cocclAllReduce / cocclReduceScatter / cocclAllGather /
- * cocclSend and cocclRecv (`coll`) with these arguments under its own codec policy (its config's codec fields, else
- * COCCL_CODEC_<COLL> / COCCL_CODEC; compressMinBytes, else COCCL_COMPRESS_MIN_BYTES; the op and
- * the data type), and with which codec. `count` is the call's own count argument (AllReduce:
+ * cocclSend and cocclRecv (`coll`) with these arguments under its own codec policy (its config's
+ * codec fields, else COCCL_CODEC_<COLL> / COCCL_CODEC (SendRecv: COCCL_CODEC_SENDRECV only);
+ * compressMinBytes, else COCCL_COMPRESS_MIN_BYTES; the op and the data type), and with which
+ * codec. `count` is the call's own count argument (AllReduce:
  * count; ReduceScatter: recvcount; AllGather: sendcount; Send/Recv: count); `op` is not looked
  * at for AllGather and SendRecv (COCCL_CODEC_SENDRECV).
  * Writes *compressed (1 or 0) and, when codecName is not NULL, the codec's canonical spec

@@ -34,20 +34,34 @@ struct Mismatch {
 };
 
 const Mismatch kMismatches[] = {
-    {"count_exact", {1000, cocclFloat32, nullptr}, {999, cocclFloat32, nullptr},
+    {"count_exact",
+     {1000, cocclFloat32, nullptr},
+     {999, cocclFloat32, nullptr},
      "count: sender 1000, receiver 999"},
-    {"count_compressed", {4096, cocclBfloat16, "fp8_ash_ds"}, {4095, cocclBfloat16, "fp8_ash_ds"},
+    {"count_compressed",
+     {4096, cocclBfloat16, "fp8_ash_ds"},
+     {4095, cocclBfloat16, "fp8_ash_ds"},
      "count: sender 4096, receiver 4095"},
     // Same bytes (1000 x 4 = 2000 x 2): only the header can tell.
-    {"dtype_same_bytes", {1000, cocclFloat32, nullptr}, {2000, cocclBfloat16, nullptr},
+    {"dtype_same_bytes",
+     {1000, cocclFloat32, nullptr},
+     {2000, cocclBfloat16, nullptr},
      "datatype: sender float, receiver bfloat16"},
-    {"dtype_compressed", {4096, cocclFloat32, "int8"}, {4096, cocclFloat16, "int8"},
+    {"dtype_compressed",
+     {4096, cocclFloat32, "int8"},
+     {4096, cocclFloat16, "int8"},
      "datatype: sender float, receiver half"},
-    {"codec_vs_codec", {4096, cocclFloat32, "fp8_ash_ds"}, {4096, cocclFloat32, "int8"},
+    {"codec_vs_codec",
+     {4096, cocclFloat32, "fp8_ash_ds"},
+     {4096, cocclFloat32, "int8"},
      "codec: sender fp8_ash_ds:block=128"},
-    {"codec_vs_exact", {4096, cocclFloat32, "int8"}, {4096, cocclFloat32, nullptr},
+    {"codec_vs_exact",
+     {4096, cocclFloat32, "int8"},
+     {4096, cocclFloat32, nullptr},
      "receiver none"},
-    {"codec_params", {4096, cocclFloat32, "fp8_ash_ds"}, {4096, cocclFloat32, "fp8_ash_ds:block=64"},
+    {"codec_params",
+     {4096, cocclFloat32, "fp8_ash_ds"},
+     {4096, cocclFloat32, "fp8_ash_ds:block=64"},
      "receiver fp8_ash_ds:block=64"},
 };
 
@@ -58,43 +72,46 @@ TEST_P(SendRecvMismatch, BothEndsFailAndStayUsable) {
   RunOptions o;
   o.config.timeoutMs = 30000;
   for (int n : {2, 3}) {
-    runRanks(n, Mode::Threads, [&m](Rank& r) {
-      const int last = r.nranks - 1;
-      if (r.rank != 0 && r.rank != last) return;
-      const End& e = r.rank == 0 ? m.send : m.recv;
-      cocclCodec_t codec = nullptr;
-      if (e.codec) {
-        ASSERT_EQ(cocclCodecCreate(e.codec, &codec), cocclSuccess);
-      }
-      const size_t bytes = e.count * elemSize(e.dt);
-      Guarded buf(bytes, r.rank == 0 ? 0x3C : 0xFF);
-      const auto t0 = std::chrono::steady_clock::now();
-      const cocclResult_t res =
-          r.rank == 0 ? cocclSendCodec(buf.data(), e.count, e.dt, last, codec, r.comm, nullptr)
-                      : cocclRecvCodec(buf.data(), e.count, e.dt, 0, codec, r.comm, nullptr);
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      EXPECT_EQ(res, cocclInvalidUsage) << "rank " << r.rank;
-      EXPECT_NE(std::string(cocclGetLastError(r.comm)).find(m.says), std::string::npos)
-          << cocclGetLastError(r.comm);
-      EXPECT_LT(s, 10.0);
-      // Nothing written to the receive buffer.
-      const std::vector<uint8_t> fill(bytes, r.rank == 0 ? 0x3C : 0xFF);
-      EXPECT_EQ(std::memcmp(buf.data(), fill.data(), bytes), 0);
-      EXPECT_TRUE(buf.guardsIntact());
-      if (codec) cocclCodecDestroy(codec);
-      // The communicator still works: a matching exact pair.
-      cocclResult_t st;
-      EXPECT_EQ(cocclCommGetAsyncError(r.comm, &st), cocclSuccess);
-      EXPECT_EQ(st, cocclSuccess);
-      std::vector<float> v(10, static_cast<float>(r.rank + 1));
-      if (r.rank == 0) {
-        EXPECT_EQ(cocclSend(v.data(), 10, cocclFloat32, last, r.comm, nullptr), cocclSuccess);
-      } else {
-        EXPECT_EQ(cocclRecv(v.data(), 10, cocclFloat32, 0, r.comm, nullptr), cocclSuccess);
-      }
-      EXPECT_EQ(v[9], 1.0f) << cocclGetLastError(r.comm);
-    }, o);
+    runRanks(
+        n, Mode::Threads,
+        [&m](Rank& r) {
+          const int last = r.nranks - 1;
+          if (r.rank != 0 && r.rank != last) return;
+          const End& e = r.rank == 0 ? m.send : m.recv;
+          cocclCodec_t codec = nullptr;
+          if (e.codec) {
+            ASSERT_EQ(cocclCodecCreate(e.codec, &codec), cocclSuccess);
+          }
+          const size_t bytes = e.count * elemSize(e.dt);
+          Guarded buf(bytes, r.rank == 0 ? 0x3C : 0xFF);
+          const auto t0 = std::chrono::steady_clock::now();
+          const cocclResult_t res =
+              r.rank == 0 ? cocclSendCodec(buf.data(), e.count, e.dt, last, codec, r.comm, nullptr)
+                          : cocclRecvCodec(buf.data(), e.count, e.dt, 0, codec, r.comm, nullptr);
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          EXPECT_EQ(res, cocclInvalidUsage) << "rank " << r.rank;
+          EXPECT_NE(std::string(cocclGetLastError(r.comm)).find(m.says), std::string::npos)
+              << cocclGetLastError(r.comm);
+          EXPECT_LT(s, 10.0);
+          // Nothing written to the receive buffer.
+          const std::vector<uint8_t> fill(bytes, r.rank == 0 ? 0x3C : 0xFF);
+          EXPECT_EQ(std::memcmp(buf.data(), fill.data(), bytes), 0);
+          EXPECT_TRUE(buf.guardsIntact());
+          if (codec) cocclCodecDestroy(codec);
+          // The communicator still works: a matching exact pair.
+          cocclResult_t st;
+          EXPECT_EQ(cocclCommGetAsyncError(r.comm, &st), cocclSuccess);
+          EXPECT_EQ(st, cocclSuccess);
+          std::vector<float> v(10, static_cast<float>(r.rank + 1));
+          if (r.rank == 0) {
+            EXPECT_EQ(cocclSend(v.data(), 10, cocclFloat32, last, r.comm, nullptr), cocclSuccess);
+          } else {
+            EXPECT_EQ(cocclRecv(v.data(), 10, cocclFloat32, 0, r.comm, nullptr), cocclSuccess);
+          }
+          EXPECT_EQ(v[9], 1.0f) << cocclGetLastError(r.comm);
+        },
+        o);
   }
 }
 
@@ -106,23 +123,27 @@ TEST(SendRecvMismatchGroup, OneBadPairOfARing) {
   for (int n : {2, 4}) {
     RunOptions o;
     o.config.timeoutMs = 30000;
-    runRanks(n, Mode::Threads, [](Rank& r) {
-      const int next = (r.rank + 1) % r.nranks, prev = (r.rank + r.nranks - 1) % r.nranks;
-      std::vector<float> s(600, static_cast<float>(r.rank)), d(600, -1.f);
-      ASSERT_EQ(cocclGroupStart(), cocclSuccess);
-      EXPECT_EQ(cocclSend(s.data(), r.rank == 0 ? 599 : 600, cocclFloat32, next, r.comm, nullptr),
-                cocclSuccess);
-      EXPECT_EQ(cocclRecv(d.data(), 600, cocclFloat32, prev, r.comm, nullptr), cocclSuccess);
-      const cocclResult_t res = cocclGroupEnd();
-      const bool bad = r.rank == 0 || r.rank == 1;  // the ends of 0 -> 1
-      EXPECT_EQ(res, bad ? cocclInvalidUsage : cocclSuccess) << "rank " << r.rank;
-      // The receive of a good pair completed on every rank (rank 1's comes from rank 0: bad).
-      if (r.rank != 1) {
-        EXPECT_EQ(d[599], static_cast<float>(prev));
-      } else {
-        EXPECT_EQ(d[0], -1.f);
-      }
-    }, o);
+    runRanks(
+        n, Mode::Threads,
+        [](Rank& r) {
+          const int next = (r.rank + 1) % r.nranks, prev = (r.rank + r.nranks - 1) % r.nranks;
+          std::vector<float> s(600, static_cast<float>(r.rank)), d(600, -1.f);
+          ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+          EXPECT_EQ(
+              cocclSend(s.data(), r.rank == 0 ? 599 : 600, cocclFloat32, next, r.comm, nullptr),
+              cocclSuccess);
+          EXPECT_EQ(cocclRecv(d.data(), 600, cocclFloat32, prev, r.comm, nullptr), cocclSuccess);
+          const cocclResult_t res = cocclGroupEnd();
+          const bool bad = r.rank == 0 || r.rank == 1;  // the ends of 0 -> 1
+          EXPECT_EQ(res, bad ? cocclInvalidUsage : cocclSuccess) << "rank " << r.rank;
+          // The receive of a good pair completed on every rank (rank 1's comes from rank 0: bad).
+          if (r.rank != 1) {
+            EXPECT_EQ(d[599], static_cast<float>(prev));
+          } else {
+            EXPECT_EQ(d[0], -1.f);
+          }
+        },
+        o);
   }
 }
 
@@ -145,8 +166,8 @@ void policyPair(const Rank& r, size_t count, cocclDataType_t dt, const char* wan
     EXPECT_EQ(stats(r).wireBytesSent, wantWire) << "count " << count;
     int compressed = -1;
     char name[160];
-    ASSERT_EQ(cocclCommQueryCodec(r.comm, cocclCollSendRecv, count, dt, cocclMax, &compressed,
-                                  name, sizeof(name)),
+    ASSERT_EQ(cocclCommQueryCodec(r.comm, cocclCollSendRecv, count, dt, cocclMax, &compressed, name,
+                                  sizeof(name)),
               cocclSuccess);
     EXPECT_EQ(std::string(name).rfind(wantCodec, 0), 0u) << name;
     EXPECT_EQ(compressed, std::string(wantCodec) == "none" ? 0 : 1);
@@ -184,16 +205,17 @@ TEST(SendRecvPolicy, ConfigEntryAboveThreshold) {
   o.config.compressMinBytes = 65536;
   const size_t enc = encoded("fp8_ash_ds", 40000);
   for (int n : {2, 3})
-    runRanks(n, Mode::Threads, [enc](Rank& r) { policyBody(r, "fp8_ash_ds", enc); }, o);
+    runRanks(
+        n, Mode::Threads, [enc](Rank& r) { policyBody(r, "fp8_ash_ds", enc); }, o);
 }
 
 TEST(SendRecvPolicy, DefaultCodecIsNotInherited) {
   RunOptions o;
   o.config.codec = "fp8_ash_ds";
   o.config.compressMinBytes = 0;
-  runRanks(2, Mode::Threads, [](Rank& r) {
-    policyPair(r, 40000, cocclFloat32, "none", kHeader + 160000);
-  }, o);
+  runRanks(
+      2, Mode::Threads,
+      [](Rank& r) { policyPair(r, 40000, cocclFloat32, "none", kHeader + 160000); }, o);
 }
 
 TEST(SendRecvPolicy, TwoLevelSpecRefused) {
@@ -203,7 +225,8 @@ TEST(SendRecvPolicy, TwoLevelSpecRefused) {
     EXPECT_EQ(res, cocclInvalidArgument);
     EXPECT_NE(msg.find("AllReduce and ReduceScatter"), std::string::npos) << msg;
   };
-  runRanks(2, Mode::Threads, [](Rank&) {}, o);
+  runRanks(
+      2, Mode::Threads, [](Rank&) {}, o);
 }
 
 // COCCL_CODEC_SENDRECV and COCCL_COMPRESS_MIN_BYTES from the environment (read once per

@@ -36,9 +36,9 @@ struct Op {
   uint64_t seq = 0;        // the message's number on the Send -> Recv channel of its pair
   P2PHeader mine, theirs;  // sent / received header (the transport reads / writes them)
   RequestPtr mineReq, theirsReq, payloadReq;
-  std::string mismatch;    // "" while the pair agrees
+  std::string mismatch;       // "" while the pair agrees
   const void* src = nullptr;  // Send: the payload bytes (user buffer, copy or encoded)
-  PoolBuffer staging;      // Send: encoded payload or copy; compressed Recv: received payload
+  PoolBuffer staging;         // Send: encoded payload or copy; compressed Recv: received payload
   State state = State::Headers;
 };
 
@@ -88,19 +88,18 @@ void hostSendRecv(HostExecutor& x, const std::vector<CollRequest>& group) {
     o.r = &group[i];
     o.send = o.r->coll == Coll::Send;
     o.seq = o.send ? x.nextSendSeq(o.r->peer()) : x.nextRecvSeq(o.r->peer());
-    o.mine = makeP2PHeader(o.send ? P2PRole::Sender : P2PRole::Receiver, o.seq, o.r->count,
-                           o.r->dt, o.r->codec);
+    o.mine = makeP2PHeader(o.send ? P2PRole::Sender : P2PRole::Receiver, o.seq, o.r->count, o.r->dt,
+                           o.r->codec);
   }
   // Headers: every receive first (eager sends to ourselves find them posted), then the sends.
   for (Op& o : ops) {
     const Part part = o.send ? Part::ReceiverHeader : Part::Header;
-    o.theirsReq = t.irecv(o.r->peer(), HostExecutor::p2pTag(part, o.seq), &o.theirs,
-                          sizeof(P2PHeader));
+    o.theirsReq =
+        t.irecv(o.r->peer(), HostExecutor::p2pTag(part, o.seq), &o.theirs, sizeof(P2PHeader));
   }
   for (Op& o : ops) {
     const Part part = o.send ? Part::Header : Part::ReceiverHeader;
-    o.mineReq = t.isend(o.r->peer(), HostExecutor::p2pTag(part, o.seq), &o.mine,
-                        sizeof(P2PHeader));
+    o.mineReq = t.isend(o.r->peer(), HostExecutor::p2pTag(part, o.seq), &o.mine, sizeof(P2PHeader));
     x.stats().wireBytesSent += sizeof(P2PHeader);
   }
   // While the headers travel: the payload of every send, taken before any receive of the group
@@ -118,8 +117,7 @@ void hostSendRecv(HostExecutor& x, const std::vector<CollRequest>& group) {
       continue;
     }
     for (const CollRequest& q : group) {
-      if (q.coll == Coll::Send || !overlaps(r.in, raw, q.out, q.count * dtypeSize(q.dt)))
-        continue;
+      if (q.coll == Coll::Send || !overlaps(r.in, raw, q.out, q.count * dtypeSize(q.dt))) continue;
       o.staging = x.pool().get(raw);
       std::memcpy(o.staging.data(), r.in, raw);
       o.src = o.staging.data();

@@ -32,10 +32,11 @@ std::string codecText(const P2PHeader& h) {
 // Why `h` is not a header of role `role`, or "".
 std::string notAHeader(const P2PHeader& h, P2PRole role, const char* who) {
   if (h.magic != kP2PMagic || h.version != kP2PVersion)
-    return format("the %s's Send/Recv header has magic 0x%08x version %u (expected 0x%08x "
-                  "version %u): do both ranks run the same coccl?",
-                  who, h.magic, static_cast<unsigned>(h.version), kP2PMagic,
-                  static_cast<unsigned>(kP2PVersion));
+    return format(
+        "the %s's Send/Recv header has magic 0x%08x version %u (expected 0x%08x "
+        "version %u): do both ranks run the same coccl?",
+        who, h.magic, static_cast<unsigned>(h.version), kP2PMagic,
+        static_cast<unsigned>(kP2PVersion));
   if (h.role != static_cast<uint16_t>(role))
     return format("the %s's Send/Recv header has role %u (expected %u)", who,
                   static_cast<unsigned>(h.role), static_cast<unsigned>(role));
@@ -60,9 +61,8 @@ P2PHeader makeP2PHeader(P2PRole role, uint64_t seq, size_t count, cocclDataType_
 }
 
 std::string p2pMismatch(const P2PHeader& s, const P2PHeader& r, int src, int dst) {
-  const std::string where =
-      format("Send from rank %d to rank %d (message %llu)", src, dst,
-             static_cast<unsigned long long>(s.seq));
+  const std::string where = format("Send from rank %d to rank %d (message %llu)", src, dst,
+                                   static_cast<unsigned long long>(s.seq));
   std::string bad = notAHeader(s, P2PRole::Sender, "sender");
   if (bad.empty()) bad = notAHeader(r, P2PRole::Receiver, "receiver");
   if (!bad.empty()) return where + ": " + bad;
@@ -82,8 +82,8 @@ std::string p2pMismatch(const P2PHeader& s, const P2PHeader& r, int src, int dst
                static_cast<unsigned long long>(s.payloadBytes),
                static_cast<unsigned long long>(r.payloadBytes)));
   if (diff.empty() && s.seq != r.seq)
-    add(format("message number: sender %llu, receiver %llu",
-               static_cast<unsigned long long>(s.seq), static_cast<unsigned long long>(r.seq)));
+    add(format("message number: sender %llu, receiver %llu", static_cast<unsigned long long>(s.seq),
+               static_cast<unsigned long long>(r.seq)));
   if (diff.empty()) return "";
   return where + ": sender and receiver disagree: " + diff;
 }

@@ -218,9 +218,13 @@ TEST(Int4Ranks, SendRecvRingThreeThreadRanks) {
         for (size_t b = 0; b < n; b += g) {
           const size_t e = std::min(n, b + g);
           double sq = 0, mx = 0, bound = 0;
-          for (size_t i = b; i < e; ++i) sq += double(x[i]) * x[i], mx = std::max(mx, std::fabs(double(x[i])));
+          for (size_t i = b; i < e; ++i) {
+            sq += double(x[i]) * x[i];
+            mx = std::max(mx, std::fabs(double(x[i])));
+          }
           ASSERT_EQ(cocclCodecErrorBound(c, std::sqrt(sq / g), mx, &bound), cocclSuccess);
-          for (size_t i = b; i < e; ++i) bad += !(std::fabs(double(got[i]) - x[i]) <= bound * 1.000001);
+          for (size_t i = b; i < e; ++i)
+            bad += !(std::fabs(double(got[i]) - x[i]) <= bound * 1.000001);
         }
         EXPECT_EQ(bad, 0u) << "rank " << r.rank;
         cocclCollStats_t st{};
