@@ -320,10 +320,10 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
  * error bound per element).
  * Agreement (host buffers): every Send and every Recv first sends its peer a 128-byte header
  * (count, type, codec and its format version, payload bytes, message number) and both ends
- * check the pair's two headers before any payload moves; ranks that disagree on count,
- * datatype or codec BOTH get cocclInvalidUsage (cocclGetLastError names the field and both
- * values), nothing is written to recvbuff, and the communicator stays usable (the other pairs
- * of the group complete). Wire bytes (cocclCommGetLastCollStats): 128 per Send and per Recv,
+ * check the pair's two headers before a payload reaches recvbuff (payloads above 64 KiB leave
+ * only after the check); ranks that disagree on count, datatype or codec BOTH get
+ * cocclInvalidUsage (cocclGetLastError names the field and both values), nothing is written to
+ * recvbuff, and the communicator stays usable (the other pairs of the group complete). Wire bytes (cocclCommGetLastCollStats): 128 per Send and per Recv,
  * plus each Send's payload (count x element size, or the codec's encodedBytes(count)).
  * count == 0 is a no-op (no header either: a peer that posts a non-zero count then waits until
  * COCCL_TIMEOUT_MS).

@@ -51,25 +51,33 @@ bool advance(HostExecutor& x, Op& o, int me) {
     o.mismatch = o.send ? p2pMismatch(o.mine, o.theirs, me, r.peer())
                         : p2pMismatch(o.theirs, o.mine, r.peer(), me);
     const size_t bytes = o.mine.payloadBytes;
-    if (o.mismatch.empty() && bytes) {
-      if (o.send) {
-        o.payloadReq = t.isend(r.peer(), HostExecutor::p2pTag(Part::Payload, o.seq), o.src, bytes);
+    const uint64_t tag = HostExecutor::p2pTag(Part::Payload, o.seq);
+    if (o.send) {
+      // A small payload left with the header already (hostSendRecv).
+      if (o.mismatch.empty() && bytes && !p2pEager(bytes)) {
+        o.payloadReq = t.isend(r.peer(), tag, o.src, bytes);
         x.stats().wireBytesSent += bytes;
-      } else {
-        void* dst = r.out;
-        if (r.codec) {
-          o.staging = x.pool().get(bytes);
-          dst = o.staging.data();
-        }
-        o.payloadReq = t.irecv(r.peer(), HostExecutor::p2pTag(Part::Payload, o.seq), dst, bytes);
       }
+    } else if (o.mismatch.empty() && bytes) {
+      void* dst = r.out;
+      if (r.codec) {
+        o.staging = x.pool().get(bytes);
+        dst = o.staging.data();
+      }
+      o.payloadReq = t.irecv(r.peer(), tag, dst, bytes);
+    } else if (isP2PHeader(o.theirs, P2PRole::Sender) && p2pEager(o.theirs.payloadBytes)) {
+      // Disagreed, but the sender's small payload is on its way: taken into a pool buffer
+      // (at most kP2PEagerBytes) and dropped, never into recvbuff.
+      o.staging = x.pool().get(o.theirs.payloadBytes);
+      o.payloadReq = t.irecv(r.peer(), tag, o.staging.data(), o.theirs.payloadBytes);
     }
     o.state = State::Payload;
   }
   if (o.state == State::Payload) {
     if (!o.mineReq->done()) return false;
     if (o.payloadReq && !o.payloadReq->done()) return false;
-    if (o.payloadReq && !o.send && r.codec) r.codec->decode(o.staging.data(), r.count, r.dt, r.out);
+    if (o.payloadReq && !o.send && r.codec && o.mismatch.empty())
+      r.codec->decode(o.staging.data(), r.count, r.dt, r.out);
     o.payloadReq.reset();
     o.staging.release();
     o.state = State::Done;
@@ -104,7 +112,7 @@ void hostSendRecv(HostExecutor& x, const std::vector<CollRequest>& group) {
   }
   // While the headers travel: the payload of every send, taken before any receive of the group
   // can write its buffer (a send that overlaps a receive, as nccl-tests' in-place sendrecv, is
-  // sent as it was when the group started).
+  // sent as it was when the group started); small payloads leave at once.
   for (Op& o : ops) {
     if (!o.send) continue;
     const CollRequest& r = *o.r;
@@ -114,14 +122,19 @@ void hostSendRecv(HostExecutor& x, const std::vector<CollRequest>& group) {
       o.staging = x.pool().get(o.mine.payloadBytes);
       r.codec->encode(r.in, r.dt, r.count, o.staging.data());
       o.src = o.staging.data();
-      continue;
     }
     for (const CollRequest& q : group) {
+      if (r.codec) break;
       if (q.coll == Coll::Send || !overlaps(r.in, raw, q.out, q.count * dtypeSize(q.dt))) continue;
       o.staging = x.pool().get(raw);
       std::memcpy(o.staging.data(), r.in, raw);
       o.src = o.staging.data();
       break;
+    }
+    if (p2pEager(o.mine.payloadBytes)) {
+      o.payloadReq =
+          t.isend(r.peer(), HostExecutor::p2pTag(Part::Payload, o.seq), o.src, o.mine.payloadBytes);
+      x.stats().wireBytesSent += o.mine.payloadBytes;
     }
   }
   x.waiter().until(

@@ -45,6 +45,10 @@ std::string notAHeader(const P2PHeader& h, P2PRole role, const char* who) {
 
 }  // namespace
 
+bool isP2PHeader(const P2PHeader& h, P2PRole role) {
+  return h.magic == kP2PMagic && h.version == kP2PVersion && h.role == static_cast<uint16_t>(role);
+}
+
 P2PHeader makeP2PHeader(P2PRole role, uint64_t seq, size_t count, cocclDataType_t dt,
                         const Codec* codec) {
   P2PHeader h;

@@ -10,10 +10,15 @@
 //      verdict and the same message on both ends. Agreed: S sends the payload (the input bytes,
 //      or the codec's encodedBytes(count) of it), R receives it (straight into recvbuff when
 //      exact, into a staging buffer that it then decodes into recvbuff when compressed).
-//      Disagreed: neither end moves a payload (so the tag sequences stay in step and the
-//      communicator stays usable) and both report cocclInvalidUsage with the message.
-// The cost: one 128-byte message each way, and the payload leaves one one-way latency later
-// (S waits for R's header, which R sent when it posted its Recv).
+//      Disagreed: no payload reaches recvbuff, the tag sequences stay in step, the communicator
+//      stays usable and both ends report cocclInvalidUsage with the message.
+//   Small payloads (at most kP2PEagerBytes, p2pEager) do not wait for step 2: S sends the
+//   payload right behind its header, and R, which learns its size from S's header, receives it
+//   after the check either into recvbuff / staging (agreed) or into a pool buffer that it drops
+//   (disagreed: at most kP2PEagerBytes, sized by the header, never recvbuff). Larger payloads
+//   leave only once S holds R's header, so a payload no one will take is never sent.
+// The cost: one 128-byte message each way; large payloads leave one one-way latency later (S
+// waits for R's header, which R sent when it posted its Recv).
 //
 // Layout (128 bytes, little-endian, as the hosts store it; the wire carries the struct bytes):
 //   magic u32 'CSR1' | version u16 | role u16 | seq u64 (the pair's message number on the S->R
@@ -50,6 +55,14 @@ struct P2PHeader {
 };
 static_assert(sizeof(P2PHeader) == 128, "the Send/Recv header is 128 bytes on the wire");
 constexpr size_t kP2PHeaderBytes = sizeof(P2PHeader);
+// Payloads up to this size go out with the header, before the check (same rule at both ends).
+constexpr size_t kP2PEagerBytes = 65536;
+constexpr bool p2pEager(uint64_t payloadBytes) {
+  return payloadBytes > 0 && payloadBytes <= kP2PEagerBytes;
+}
+
+// Whether `h` is a header of this protocol version in role `role` (magic, version, role).
+bool isP2PHeader(const P2PHeader& h, P2PRole role);
 
 // This end's header for a message of `count` elements of `dt` through `codec` (nullptr: exact).
 P2PHeader makeP2PHeader(P2PRole role, uint64_t seq, size_t count, cocclDataType_t dt,
