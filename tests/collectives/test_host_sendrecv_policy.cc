@@ -33,7 +33,17 @@ struct Mismatch {
   const char* says;  // in cocclGetLastError on both ends
 };
 
+// Payloads up to 64 KiB go out with the sender's header and a disagreeing receiver drains them;
+// larger ones wait for the check (both kinds, and one of each against the other).
 const Mismatch kMismatches[] = {
+    {"count_large", {100000, cocclFloat32, nullptr}, {99999, cocclFloat32, nullptr},
+     "count: sender 100000, receiver 99999"},
+    {"count_small_vs_large", {1000, cocclFloat32, nullptr}, {100000, cocclFloat32, nullptr},
+     "count: sender 1000, receiver 100000"},
+    {"count_large_vs_small", {100000, cocclFloat32, nullptr}, {1000, cocclFloat32, nullptr},
+     "count: sender 100000, receiver 1000"},
+    {"codec_large", {100000, cocclFloat32, "int8"}, {100000, cocclFloat32, "fp8_ash_ds"},
+     "codec: sender int8:block=128"},
     {"count_exact",
      {1000, cocclFloat32, nullptr},
      {999, cocclFloat32, nullptr},
