@@ -10,10 +10,11 @@
  * the result is in the output, like Gloo. Device buffers (CUDA builds) are enqueued on `stream`
  * and the call returns at once, like NCCL. `stream` is ignored for host buffers.
  *
- * Compression: AllReduce, ReduceScatter and AllGather of SUM/AVG on fp32/fp16/bf16 may go through
- * a lossy codec chosen by the communicator's policy (cocclConfig_t codec fields, COCCL_CODEC*
- * environment variables, COCCL_COMPRESS_MIN_BYTES) or per call (coccl*Codec variants below). Every
- * other op or data type takes the exact, uncompressed path. See README "Codecs" for the formats.
+ * Compression: AllReduce, ReduceScatter and AllGather of SUM/AVG, and Send/Recv, on
+ * fp32/fp16/bf16 may go through a lossy codec chosen by the communicator's policy (cocclConfig_t
+ * codec fields, COCCL_CODEC* environment variables, COCCL_COMPRESS_MIN_BYTES) or per call
+ * (coccl*Codec variants below). Every other op or data type takes the exact, uncompressed path.
+ * See README "Codecs" for the formats.
  *
  * Units: `count` arguments are numbers of ELEMENTS of `datatype`, never bytes, unless a name says
  * Bytes. Ranks are 0..nranks-1.
@@ -174,6 +175,9 @@ typedef struct cocclConfig_v1 {
                                  ranks */
   int ranksPerNode;           /* ranks per node of the two-level "hier:" codecs
                                  (COCCL_RANKS_PER_NODE; must divide nranks; 0: from the hosts) */
+  const char* codecSendRecv;  /* codec spec for cocclSend / cocclRecv (COCCL_CODEC_SENDRECV);
+                                 unlike the collectives' entries it does not inherit `codec`:
+                                 unset or "none" keeps Send/Recv exact */
 } cocclConfig_t;
 
 #define COCCL_CONFIG_INITIALIZER                                                             \
@@ -185,7 +189,8 @@ typedef struct cocclConfig_v1 {
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_INT,              \
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR,              \
         COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, -1LL, -1LL, COCCL_CONFIG_UNDEF_INT,  \
-        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT               \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT,              \
+        COCCL_CONFIG_UNDEF_PTR                                                               \
   }
 
 /* ---------------------------------------------------------------------------------------------
@@ -301,10 +306,33 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
                                     cocclDataType_t datatype, cocclRedOp_t op, int root,
                                     cocclComm_t comm, cudaStream_t stream);
 
-/* Point to point: the peer must post the matching Recv/Send with the same count and type.
- * Messages between one pair of ranks match in posting order. Inside a group, sends and
- * receives progress together (no deadlock for exchange patterns). peer == own rank is allowed
- * inside a group. */
+/* Point to point: sends `count` elements of sendbuff to rank `peer` / receives `count` elements
+ * from rank `peer` into recvbuff. The peer must post the matching Recv/Send with the same count,
+ * type and codec. Messages between one pair of ranks match in posting order (sends among sends,
+ * receives among receives). Inside a group, sends and receives progress together (no deadlock
+ * for exchange patterns: rings, all-to-all, PyTorch's batch_isend_irecv). peer == own rank is
+ * allowed inside a group. A send's buffer may overlap a receive of the same group (it is sent as
+ * it was when the group started).
+ * Compressed per the policy (COCCL_CODEC_SENDRECV / cocclConfig_t.codecSendRecv, which do not
+ * inherit COCCL_CODEC; at least COCCL_COMPRESS_MIN_BYTES = count x element size, fp32/fp16/bf16
+ * only, and only where the codec's payload is smaller than the input): the sender encodes the
+ * whole message once, the receiver decodes it into recvbuff (one encode/decode: the codec's
+ * error bound per element).
+ * Agreement (host buffers): every Send and every Recv first sends its peer a 128-byte header
+ * (count, type, codec and its format version, payload bytes, message number) and both ends
+ * check the pair's two headers before a payload reaches recvbuff (payloads above 64 KiB leave
+ * only after the check); ranks that disagree on count, datatype or codec BOTH get
+ * cocclInvalidUsage (cocclGetLastError names the field and both values), nothing is written to
+ * recvbuff, and the communicator stays usable (the other pairs of the group complete). Wire bytes (cocclCommGetLastCollStats): 128 per Send and per Recv,
+ * plus each Send's payload (count x element size, or the codec's encodedBytes(count)).
+ * count == 0 is a no-op (no header either: a peer that posts a non-zero count then waits until
+ * COCCL_TIMEOUT_MS).
+ * Device buffers run exact (a codec chosen by the policy or per call is dropped, said once per
+ * communicator) with the executor's own semantics (no header).
+ * Errors: cocclInvalidArgument (peer outside [0, nranks), a bad datatype, a NULL buffer with
+ * count > 0); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
+ * plus the header comment's); cocclSystemError (the peer did not post its side within
+ * COCCL_TIMEOUT_MS). */
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
                                   int peer, cocclComm_t comm, cudaStream_t stream);
 COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
@@ -372,6 +400,19 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
                                             cocclCodec_t codec, cocclComm_t comm,
                                             cudaStream_t stream);
 
+/* As cocclSend / cocclRecv with this codec for this call regardless of the policy and size
+ * threshold (COCCL_CODEC_POLICY: the policy's choice, as cocclSend / cocclRecv). A datatype the
+ * codec cannot encode (e.g. int32, fp64) runs uncompressed. Both ends must pass the same codec
+ * (the same canonical spec and format version) or get cocclInvalidUsage (cocclSend above). The
+ * codec handle must stay alive until the call returns (in a group: until cocclGroupEnd
+ * returns). Errors: as cocclSend / cocclRecv. */
+COCCL_API cocclResult_t cocclSendCodec(const void* sendbuff, size_t count,
+                                       cocclDataType_t datatype, int peer, cocclCodec_t codec,
+                                       cocclComm_t comm, cudaStream_t stream);
+COCCL_API cocclResult_t cocclRecvCodec(void* recvbuff, size_t count, cocclDataType_t datatype,
+                                       int peer, cocclCodec_t codec, cocclComm_t comm,
+                                       cudaStream_t stream);
+
 /* ---------------------------------------------------------------------------------------------
  * Queries: what coccl would do (for tools and the libnccl.so.2 shim, which keeps no copy of the
  * policy or of the environment table).
@@ -382,14 +423,17 @@ typedef enum COCCL_ENUM_INT {
   cocclCollAllReduce = 0,
   cocclCollReduceScatter = 1,
   cocclCollAllGather = 2,
-  cocclNumCollKinds = 3
+  cocclCollSendRecv = 3, /* cocclSend and cocclRecv (one policy entry for both ends) */
+  cocclNumCollKinds = 4
 } cocclCollKind_t;
 
-/* Whether `comm` compresses the call cocclAllReduce / cocclReduceScatter / cocclAllGather
- * (`coll`) with these arguments under its own codec policy (its config's codec fields, else
- * COCCL_CODEC_<COLL> / COCCL_CODEC; compressMinBytes, else COCCL_COMPRESS_MIN_BYTES; the op and
- * the data type), and with which codec. `count` is the call's own count argument (AllReduce:
- * count; ReduceScatter: recvcount; AllGather: sendcount); `op` is not looked at for AllGather.
+/* Whether `comm` compresses the call cocclAllReduce / cocclReduceScatter / cocclAllGather /
+ * cocclSend and cocclRecv (`coll`) with these arguments under its own codec policy (its config's
+ * codec fields, else COCCL_CODEC_<COLL> / COCCL_CODEC (SendRecv: COCCL_CODEC_SENDRECV only);
+ * compressMinBytes, else COCCL_COMPRESS_MIN_BYTES; the op and the data type), and with which
+ * codec. `count` is the call's own count argument (AllReduce:
+ * count; ReduceScatter: recvcount; AllGather: sendcount; Send/Recv: count); `op` is not looked
+ * at for AllGather and SendRecv (COCCL_CODEC_SENDRECV).
  * Writes *compressed (1 or 0) and, when codecName is not NULL, the codec's canonical spec
  * ("none" when uncompressed) with its NUL into codecName[0, codecNameLen). Count 0 is never
  * compressed (such a call does nothing). The buffers are not part of the question: device

@@ -52,13 +52,14 @@ CHECKING (-c 1)
   mismatches: out != ref; for avg, more than 1 ulp of the type from sum/n (floats) or
   |out - sum/n| >= 1 (integers).
   Compressed paths (--codec other than none, on all_reduce and reduce_scatter with sum/avg and
-  on all_gather, for float/half/bfloat16): inputs are standard normal samples rounded to the
-  type. With an explicit lossy --codec an element counts as #wrong if |out - ref| exceeds q
-  times the codec's own bound (cocclCodecErrorBound) for the statistics of sum_r |input_r| over
-  its codec block (q = nranks for all_reduce / reduce_scatter, 1 for all_gather; divided by
-  nranks for avg; perf/coccl_perf/README.md); with --codec policy if
+  on all_gather and sendrecv, for float/half/bfloat16): inputs are standard normal samples
+  rounded to the type. With an explicit lossy --codec an element counts as #wrong if
+  |out - ref| exceeds q times the codec's own bound (cocclCodecErrorBound) for the statistics
+  of sum_r |input_r| over its codec block (q = nranks for all_reduce / reduce_scatter, 1 for
+  all_gather and sendrecv, whose sum is the one source rank's input; divided by nranks for avg;
+  perf/coccl_perf/README.md); with --codec policy if
       all_reduce, reduce_scatter:  |out - ref| > 0.15 * max|ref| over its block + 1e-6
-      all_gather:                  |out - in|  > 0.15 * max|in|  over its block + 1e-6
+      all_gather, sendrecv:        |out - in|  > 0.15 * max|in|  over its block + 1e-6
   its block being the 128 aligned elements that contain it (element index / 128, counted from
   the start of the rank's output for all_reduce/reduce_scatter and from the start of the source
   rank's shard for all_gather). A NaN output is always wrong.
@@ -159,7 +160,8 @@ bool collHasOp(Coll c) {
 }
 bool collHasRoot(Coll c) { return c == Coll::Broadcast || c == Coll::Reduce; }
 bool collTakesCodec(Coll c) {
-  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::AllGather;
+  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::AllGather ||
+         c == Coll::SendRecv;
 }
 
 const char* opName(cocclRedOp_t op) {
@@ -241,7 +243,8 @@ int parseArgs(int argc, char** argv, Options* o) {
                  "CUDA events; needs a CUDA build)")
       ->capture_default_str();
   app.add_option("--codec", o->codec,
-                 "codec spec for all_reduce/reduce_scatter/all_gather (none, int8, fp8_ash_ds, "
+                 "codec spec for all_reduce/reduce_scatter/all_gather/sendrecv (none, int8, "
+                 "fp8_ash_ds, "
                  "fp8_ash_ds:block=64, ...) or 'policy' (plain calls, COCCL_CODEC* decides)")
       ->capture_default_str();
   app.add_option("--json,-J,--output_file", o->jsonFile, "write every row and run metadata");

@@ -89,8 +89,13 @@ void runColl(const Rank& rk, const CallSpec& c, const void* s, void* r, size_t c
       const int sendPeer = (rk.rank + 1) % rk.nranks;
       const int recvPeer = (rk.rank - 1 + rk.nranks) % rk.nranks;
       CP_CHECK(cocclGroupStart(), comm);
-      CP_CHECK(cocclSend(s, count, c.type, sendPeer, comm, c.stream), comm);
-      CP_CHECK(cocclRecv(r, count, c.type, recvPeer, comm, c.stream), comm);
+      if (policy) {
+        CP_CHECK(cocclSend(s, count, c.type, sendPeer, comm, c.stream), comm);
+        CP_CHECK(cocclRecv(r, count, c.type, recvPeer, comm, c.stream), comm);
+      } else {
+        CP_CHECK(cocclSendCodec(s, count, c.type, sendPeer, c.codec, comm, c.stream), comm);
+        CP_CHECK(cocclRecvCodec(r, count, c.type, recvPeer, c.codec, comm, c.stream), comm);
+      }
       CP_CHECK(cocclGroupEnd(), comm);
       break;
     }
@@ -217,9 +222,14 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
     case Coll::Broadcast:
     case Coll::SendRecv: {
       const int src = c.coll == Coll::Broadcast ? c.root : (rk.rank - 1 + n) % n;
+      // sendrecv: one encode and decode of the source rank's input (the codec's blocks start
+      // at the message's first element).
+      const bool own =
+          c.coll == Coll::SendRecv && rule == Rule::Bound && lossyWithBound(c.codec);
+      const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
       out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
         for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
-      }, rule);
+      }, rule, own ? &bound : nullptr);
       out.identApplies = c.coll == Coll::Broadcast;
       if (out.identApplies) out.hash = hashBytes(o, count * elt);
       break;

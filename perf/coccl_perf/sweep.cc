@@ -24,7 +24,7 @@ enum Slot { kTime, kWrong, kErrSq, kRefSq, kMaxAbs, kHash, kWire, kLogical, kSlo
 bool normalData(const Options& o, Coll coll, cocclDataType_t t, cocclRedOp_t op) {
   if (o.codecMode == CodecMode::None || !collTakesCodec(coll)) return false;
   if (t != cocclFloat32 && t != cocclFloat16 && t != cocclBfloat16) return false;
-  return coll == Coll::AllGather || op == cocclSum || op == cocclAvg;
+  return coll == Coll::AllGather || coll == Coll::SendRecv || op == cocclSum || op == cocclAvg;
 }
 
 double nowSec() {

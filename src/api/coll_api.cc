@@ -142,7 +142,7 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
 }
 
 cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int peer,
-                    cocclComm_t comm, cudaStream_t stream, const char* fn) {
+                    cocclCodec_t codec, cocclComm_t comm, cudaStream_t stream, const char* fn) {
   return guarded(comm, fn, [&] {
     Communicator& c = usableComm(comm);
     checkType(dt);
@@ -154,7 +154,7 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
     op.comm = comm;
     op.isP2P = true;
     op.p2p = request(send ? Coll::Send : Coll::Recv, send ? buf : nullptr, send ? nullptr : buf,
-                     count, dt, cocclSum, peer, nullptr, stream);
+                     count, dt, cocclSum, peer, codecOf(codec), stream);
     if (inGroup()) {
       enqueue(std::move(op));
       return;
@@ -263,13 +263,26 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
 
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
                                   int peer, cocclComm_t comm, cudaStream_t stream) {
-  return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream,
+  return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, nullptr, comm, stream,
                "cocclSend");
+}
+
+COCCL_API cocclResult_t cocclSendCodec(const void* sendbuff, size_t count,
+                                       cocclDataType_t datatype, int peer, cocclCodec_t codec,
+                                       cocclComm_t comm, cudaStream_t stream) {
+  return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, codec, comm, stream,
+               "cocclSendCodec");
 }
 
 COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
                                   int peer, cocclComm_t comm, cudaStream_t stream) {
-  return doP2P(false, recvbuff, count, datatype, peer, comm, stream, "cocclRecv");
+  return doP2P(false, recvbuff, count, datatype, peer, nullptr, comm, stream, "cocclRecv");
+}
+
+COCCL_API cocclResult_t cocclRecvCodec(void* recvbuff, size_t count, cocclDataType_t datatype,
+                                       int peer, cocclCodec_t codec, cocclComm_t comm,
+                                       cudaStream_t stream) {
+  return doP2P(false, recvbuff, count, datatype, peer, codec, comm, stream, "cocclRecvCodec");
 }
 
 }  // extern "C"

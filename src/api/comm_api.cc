@@ -72,6 +72,7 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   c.policy.codecAllReduce = pick(cfg.codecAllReduce, e.codecAllReduce);
   c.policy.codecReduceScatter = pick(cfg.codecReduceScatter, e.codecReduceScatter);
   c.policy.codecAllGather = pick(cfg.codecAllGather, e.codecAllGather);
+  c.policy.codecSendRecv = pick(cfg.codecSendRecv, e.codecSendRecv);
   c.policy.compressMinBytes = cfg.compressMinBytes >= 0 ? cfg.compressMinBytes : e.compressMinBytes;
   return c;
 }

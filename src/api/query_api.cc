@@ -36,20 +36,24 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
                     k, cocclNumCollKinds - 1);
     COCCL_CHECK_ARG(dtypeValid(datatype), "invalid data type %d (valid: 0..%d)",
                     static_cast<int>(datatype), cocclNumTypes - 1);
-    if (coll == cocclCollAllGather) op = cocclSum;  // as cocclAllGather asks the policy
+    // As cocclAllGather / cocclSend ask the policy (the op is not theirs).
+    if (coll == cocclCollAllGather || coll == cocclCollSendRecv) op = cocclSum;
     COCCL_CHECK_ARG(static_cast<int>(op) >= 0 && op < cocclNumOps,
                     "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op),
                     cocclNumOps - 1);
     const Communicator& c = *comm->impl;
     // The bytes the collectives hand the policy: the whole message (all ranks' blocks for
     // ReduceScatter and AllGather).
-    const size_t ranks = coll == cocclCollAllReduce ? 1 : static_cast<size_t>(c.nranks());
+    const size_t ranks = coll == cocclCollAllReduce || coll == cocclCollSendRecv
+                             ? 1
+                             : static_cast<size_t>(c.nranks());
     const size_t es = dtypeSize(datatype);
     COCCL_CHECK_ARG(count <= SIZE_MAX / ranks / es, "count %zu x %zu ranks overflows", count,
                     ranks);
     const CollKind kind = coll == cocclCollAllReduce       ? CollKind::AllReduce
                           : coll == cocclCollReduceScatter ? CollKind::ReduceScatter
-                                                           : CollKind::AllGather;
+                          : coll == cocclCollAllGather     ? CollKind::AllGather
+                                                           : CollKind::Send;
     const Codec* codec =
         count == 0 ? nullptr : c.policy().select(kind, datatype, op, count * ranks * es, nullptr);
     if (codecName) copyOut(codec ? codec->spec() : std::string("none"), codecName, codecNameLen,

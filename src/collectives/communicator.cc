@@ -161,10 +161,19 @@ void Communicator::run(CollRequest r) {
 }
 
 void Communicator::runP2P(std::vector<CollRequest> group) {
+  // count == 0 is a no-op at both ends (no header, nothing on the wire), as for collectives.
+  group.erase(std::remove_if(group.begin(), group.end(),
+                             [](const CollRequest& o) { return o.count == 0; }),
+              group.end());
   bool dev = false, host = false;
   size_t sent = 0;
+  const Codec* shown = nullptr;  // the statistics' codec: the first compressed operation's
   for (CollRequest& o : group) {
-    o.codec = nullptr;
+    // Both ends of a message ask the same SENDRECV entry with the same count and type, so they
+    // decide alike; where they do not (per-call codecs, other settings) the host executor's
+    // header check fails both.
+    o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.codec);
+    o.interCodec = nullptr;
     if (o.coll == Coll::Send) sent += logicalBytes(o, nranks());
     if (!o.count || !o.p2pBuffer()) continue;
     o.mem = memKind(o.p2pBuffer());
@@ -173,10 +182,22 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   COCCL_CHECK_ARG(!(dev && host),
                   "send/receive: a group mixes host and device buffers on one communicator");
   const MemKind mem = dev ? MemKind::Device : MemKind::Host;
-  for (CollRequest& o : group) o.mem = mem;
+  for (CollRequest& o : group) {
+    o.mem = mem;
+    // Compressed Send/Recv runs on host buffers only for now: on device buffers both ends drop
+    // the codec alike (each end's buffers are device memory), so the message still matches.
+    if (o.codec && mem == MemKind::Device) {
+      if (!saidFallback_.exchange(true))
+        COCCL_WARN("%s with codec %s on device buffers: compressed Send/Recv runs on host "
+                   "buffers only; running it exact (said once per communicator)",
+                   collName(o.coll), o.codec->name());
+      o.codec = nullptr;
+    }
+    if (o.codec && !shown) shown = o.codec;
+  }
   if (group.empty()) return;
   Executor& x = routeGroup(group);
-  beginStats(sent, nullptr);
+  beginStats(sent, shown);
   x.runP2P(group, stats_);
 }
 

@@ -15,7 +15,7 @@ CodecPolicy::Entry CodecPolicy::parse(const std::string& spec, CollKind kind) {
     e.codec = makeCodec(spec);
     return e;
   }
-  COCCL_CHECK_ARG(kind != Coll::AllGather,
+  COCCL_CHECK_ARG(kind == Coll::AllReduce || kind == Coll::ReduceScatter,
                   "codec spec '%s': two-level (hier:) specs are for AllReduce and ReduceScatter",
                   codec_detail::quoted(spec).c_str());
   std::string intra, inter;
@@ -67,6 +67,7 @@ CodecPolicy::CodecPolicy(const PolicyConfig& cfg) : minBytes_(cfg.compressMinByt
     allGather_.codec = reduceScatter_.codec ? reduceScatter_.codec : allReduce_.codec;
   else
     allGather_ = pick(cfg.codecAllGather, Coll::AllGather);
+  sendRecv_ = parse(cfg.codecSendRecv, Coll::Send);
 }
 
 const CodecPolicy::Entry& CodecPolicy::entry(CollKind kind) const {
@@ -74,6 +75,8 @@ const CodecPolicy::Entry& CodecPolicy::entry(CollKind kind) const {
     case CollKind::AllReduce: return allReduce_;
     case CollKind::ReduceScatter: return reduceScatter_;
     case CollKind::AllGather: return allGather_;
+    case CollKind::Send:
+    case CollKind::Recv: return sendRecv_;
     default: return none_;
   }
 }
@@ -86,7 +89,8 @@ bool CodecPolicy::compressible(const Codec* c, CollKind kind, cocclDataType_t dt
                                cocclRedOp_t op) {
   if (!c || c->lossless()) return false;
   if (!c->supportsType(dt)) return false;
-  if (kind != CollKind::AllGather && !c->supportsOp(op)) return false;
+  const bool reduces = kind == CollKind::AllReduce || kind == CollKind::ReduceScatter;
+  if (reduces && !c->supportsOp(op)) return false;
   return true;
 }
 

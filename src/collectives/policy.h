@@ -1,6 +1,9 @@
 // Which codec a collective call uses. Compression applies to AllReduce and ReduceScatter with
-// SUM or AVG, and AllGather, on fp32/fp16/bf16, at or above compressMinBytes of input; every
-// other op, type or size takes the exact path (never a silently different op).
+// SUM or AVG, and AllGather and Send/Recv, on fp32/fp16/bf16, at or above compressMinBytes of
+// input; every other op, type or size takes the exact path (never a silently different op).
+// Send and Recv share one entry (SENDRECV: codecSendRecv, which does not fall back to the
+// default `codec`: lossy point-to-point is asked for by name), so that both ends of a message
+// decide alike; the op is not looked at.
 //
 // A policy spec is a codec spec ("int8", "fp8_ash_ds:block=64", a plug-in's name...) or a
 // two-level spec "hier:intra=CODEC,inter=CODEC" (codec names with their default parameters;
@@ -19,7 +22,8 @@
 
 namespace coccl {
 
-// The collectives a codec applies to: AllReduce, ReduceScatter, AllGather (others: exact).
+// The collectives a codec applies to: AllReduce, ReduceScatter, AllGather, Send and Recv (one
+// entry for both; others: exact).
 using CollKind = Coll;
 
 class CodecPolicy {
@@ -48,7 +52,7 @@ class CodecPolicy {
   };
   static Entry parse(const std::string& spec, CollKind kind);
   const Entry& entry(CollKind kind) const;
-  Entry allReduce_, reduceScatter_, allGather_, none_;
+  Entry allReduce_, reduceScatter_, allGather_, sendRecv_, none_;
   int64_t minBytes_;
 };
 

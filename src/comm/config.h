@@ -10,11 +10,12 @@
 
 namespace coccl {
 
-// Which codec each compressed collective uses (specs as in README "Codecs") and from which
-// message size compression is tried.
+// Which codec each compressed collective (and Send/Recv) uses (specs as in README "Codecs") and
+// from which message size compression is tried.
 struct PolicyConfig {
   std::string codec;  // default spec ("" or "none": uncompressed)
   std::string codecAllReduce, codecReduceScatter, codecAllGather;  // "" = use codec
+  std::string codecSendRecv;  // "" = none (does not inherit `codec`)
   int64_t compressMinBytes = env_default::compressMinBytes;
 };
 

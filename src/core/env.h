@@ -30,6 +30,7 @@ struct Env {
   std::string codecAllReduce;  // COCCL_CODEC_ALLREDUCE
   std::string codecReduceScatter;  // COCCL_CODEC_REDUCESCATTER
   std::string codecAllGather;  // COCCL_CODEC_ALLGATHER
+  std::string codecSendRecv;   // COCCL_CODEC_SENDRECV
   std::string codecPlugin;     // COCCL_CODEC_PLUGIN
   int64_t compressMinBytes;    // COCCL_COMPRESS_MIN_BYTES
   int64_t chunkBytes;          // COCCL_CHUNK_BYTES

@@ -102,9 +102,9 @@ TEST(QueryCodec, BadArguments) {
     bad(cocclCommQueryCodec(r.comm, cocclCollAllReduce, 1, cocclFloat32, cocclSum, nullptr, name,
                             sizeof(name)),
         "NULL");
-    bad(cocclCommQueryCodec(r.comm, static_cast<cocclCollKind_t>(3), 1, cocclFloat32, cocclSum,
-                            &on, name, sizeof(name)),
-        "collective kind 3");
+    bad(cocclCommQueryCodec(r.comm, static_cast<cocclCollKind_t>(cocclNumCollKinds), 1,
+                            cocclFloat32, cocclSum, &on, name, sizeof(name)),
+        "collective kind 4");
     bad(cocclCommQueryCodec(r.comm, cocclCollAllReduce, 1, static_cast<cocclDataType_t>(12),
                             cocclSum, &on, name, sizeof(name)),
         "data type 12");

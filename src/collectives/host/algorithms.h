@@ -7,6 +7,7 @@
 
 #include "collectives/layout.h"
 #include "collectives/host/wire.h"
+#include "collectives/request.h"
 
 namespace coccl {
 
@@ -39,6 +40,13 @@ void hierReduce(HostExecutor& c, const Codec& intra, const Codec& inter, cocclDa
 // encode the own shard once and every rank decodes every shard (its own too).
 void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);
 void ringAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);
+
+// Send/Recv of a group (p2p.cc, protocol in p2p_header.h): every operation's header goes out
+// at once, each pair checks both headers, then the payloads of the pairs that agree move
+// (compressed: encoded by the sender, decoded into the receive buffer). Throws
+// cocclInvalidUsage naming the first disagreeing pair once every operation has finished.
+// Adds the bytes sent (headers and payloads) to the executor's statistics.
+void hostSendRecv(HostExecutor& c, const std::vector<CollRequest>& group);
 
 // Broadcast from root (exact): direct for few ranks, pipelined chain otherwise.
 void broadcast(HostExecutor& c, const char* in, char* out, size_t bytes, int root);

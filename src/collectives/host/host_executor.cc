@@ -13,14 +13,9 @@ namespace {
 constexpr uint64_t kSeqBits = 22;
 constexpr uint64_t kSubBits = 24;
 constexpr uint64_t kP2pSeqMask = (uint64_t{1} << (kSeqBits + kSubBits)) - 1;
-enum class TagKind : uint64_t { Collective = 0, P2P = 1 };
+enum class TagKind : uint64_t { Collective = 0 };  // 1..3: HostExecutor::P2PPart
 
 uint64_t kindBits(TagKind k) { return static_cast<uint64_t>(k) << (kSeqBits + kSubBits); }
-
-bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return an && bn && x < y + bn && y < x + an;
-}
 }  // namespace
 
 HostExecutor::HostExecutor(CommContext& ctx) : ctx_(ctx) {
@@ -42,12 +37,12 @@ uint64_t HostExecutor::nextCollectiveTag() {
   return kindBits(TagKind::Collective) | (seq << kSubBits);
 }
 
-uint64_t HostExecutor::nextSendTag(int peer) {
-  return kindBits(TagKind::P2P) | (sendSeq_[static_cast<size_t>(peer)]++ & kP2pSeqMask);
-}
+uint64_t HostExecutor::nextSendSeq(int peer) { return sendSeq_[static_cast<size_t>(peer)]++; }
 
-uint64_t HostExecutor::nextRecvTag(int peer) {
-  return kindBits(TagKind::P2P) | (recvSeq_[static_cast<size_t>(peer)]++ & kP2pSeqMask);
+uint64_t HostExecutor::nextRecvSeq(int peer) { return recvSeq_[static_cast<size_t>(peer)]++; }
+
+uint64_t HostExecutor::p2pTag(P2PPart part, uint64_t seq) {
+  return (static_cast<uint64_t>(part) << (kSeqBits + kSubBits)) | (seq & kP2pSeqMask);
 }
 
 bool HostExecutor::useRing() const {
@@ -115,40 +110,10 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
 }
 
 void HostExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& stats) {
-  std::vector<RequestPtr> reqs;
-  reqs.reserve(ops.size());
-  size_t sent = 0;
-  std::vector<size_t> bytes(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) bytes[i] = ops[i].count * dtypeSize(ops[i].dt);
-  // A send whose buffer a receive of the same group also writes (nccl-tests' in-place
-  // sendrecv) is sent from a copy taken before anything is received.
-  std::vector<PoolBuffer> copies;
-  std::vector<const void*> src(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    src[i] = ops[i].p2pBuffer();
-    if (ops[i].coll != Coll::Send) continue;
-    for (size_t j = 0; j < ops.size(); ++j) {
-      if (ops[j].coll == Coll::Send || !overlaps(src[i], bytes[i], ops[j].out, bytes[j]))
-        continue;
-      copies.push_back(pool_.get(bytes[i]));
-      std::memcpy(copies.back().data(), ops[i].in, bytes[i]);
-      src[i] = copies.back().data();
-      break;
-    }
-  }
-  // Receives first so that eager sends to ourselves find them posted.
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].coll == Coll::Recv)
-      reqs.push_back(transport_->irecv(ops[i].peer(), nextRecvTag(ops[i].peer()), ops[i].out,
-                                       bytes[i]));
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].coll != Coll::Send) continue;
-    reqs.push_back(transport_->isend(ops[i].peer(), nextSendTag(ops[i].peer()), src[i], bytes[i]));
-    sent += bytes[i];
-  }
-  waiter_->waitAll(reqs, "send/receive");
-  stats.wireBytesSent = sent;
+  stats_ = &stats;
+  stats.wireBytesSent = 0;
   stats.algorithm = "p2p";
+  hostSendRecv(*this, ops);
 }
 
 }  // namespace coccl

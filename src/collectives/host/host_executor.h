@@ -40,9 +40,14 @@ class HostExecutor final : public Executor {
   // Tag layout inside the transport's 48 bits: [kind:2][seq:22][sub:24]. A fresh tag base for
   // the next collective: [Collective][seq][0]; add a 24-bit sub-tag.
   uint64_t nextCollectiveTag();
-  // Tag for the n-th message this rank sends to / receives from `peer` (matched in order).
-  uint64_t nextSendTag(int peer);
-  uint64_t nextRecvTag(int peer);
+  // Send/Recv: the number n of the next message this rank sends to / receives from `peer`
+  // (sends and receives of one pair of ranks match in order, whatever the grouping), and the
+  // tags of its three parts [kind:2][n:46]: the sender's header and the payload (S -> R), the
+  // receiver's header (R -> S). p2p.cc.
+  uint64_t nextSendSeq(int peer);
+  uint64_t nextRecvSeq(int peer);
+  enum class P2PPart : uint64_t { Header = 1, Payload = 2, ReceiverHeader = 3 };
+  static uint64_t p2pTag(P2PPart part, uint64_t seq);
 
  private:
   bool useRing() const;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -185,6 +186,54 @@ TEST(Int4Ranks, TwoLevelInt8InsideInt4BetweenNodes) {
       opts);
   ASSERT_FALSE(::testing::Test::HasFailure());
   check(exact, out, 128, std::sqrt(128.0) / 14.0, 0.165);
+}
+
+// Compressed Send/Recv through the plug-in (cocclSendCodec / cocclRecvCodec, a ring in a group
+// on 3 thread ranks): every element within one encode/decode's errorBound of the input, the
+// sender's wire bytes = the two 128-byte headers of its Send and Recv + encodedBytes.
+TEST(Int4Ranks, SendRecvRingThreeThreadRanks) {
+  setupEnv();
+  const int p = 3;
+  const size_t n = 50001;
+  auto in = inputs(p, n);
+  RunOptions opts;
+  opts.config = configWithTimeout(30000);
+  runRanks(
+      p, Mode::Threads,
+      [&](Rank& r) {
+        cocclCodec_t c = nullptr;
+        ASSERT_EQ(cocclCodecCreate("int4", &c), cocclSuccess) << cocclGetLastError(nullptr);
+        const int next = (r.rank + 1) % p, prev = (r.rank + p - 1) % p;
+        std::vector<float> got(n, -1.f);
+        ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+        ASSERT_EQ(cocclSendCodec(in[r.rank].data(), n, cocclFloat32, next, c, r.comm, nullptr),
+                  cocclSuccess);
+        ASSERT_EQ(cocclRecvCodec(got.data(), n, cocclFloat32, prev, c, r.comm, nullptr),
+                  cocclSuccess);
+        ASSERT_EQ(cocclGroupEnd(), cocclSuccess) << cocclGetLastError(r.comm);
+        size_t g = 0, enc = 0, bad = 0;
+        ASSERT_EQ(cocclCodecBlockElems(c, &g), cocclSuccess);
+        ASSERT_EQ(cocclCodecEncodedBytes(c, n, cocclFloat32, &enc), cocclSuccess);
+        const std::vector<float>& x = in[prev];
+        for (size_t b = 0; b < n; b += g) {
+          const size_t e = std::min(n, b + g);
+          double sq = 0, mx = 0, bound = 0;
+          for (size_t i = b; i < e; ++i) {
+            sq += double(x[i]) * x[i];
+            mx = std::max(mx, std::fabs(double(x[i])));
+          }
+          ASSERT_EQ(cocclCodecErrorBound(c, std::sqrt(sq / g), mx, &bound), cocclSuccess);
+          for (size_t i = b; i < e; ++i)
+            bad += !(std::fabs(double(got[i]) - x[i]) <= bound * 1.000001);
+        }
+        EXPECT_EQ(bad, 0u) << "rank " << r.rank;
+        cocclCollStats_t st{};
+        ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
+        EXPECT_EQ(st.wireBytesSent, 2 * 128 + enc);
+        EXPECT_EQ(std::strncmp(st.codec, "int4", 4), 0) << st.codec;
+        EXPECT_EQ(cocclCodecDestroy(c), cocclSuccess);
+      },
+      opts);
 }
 
 }  // namespace
