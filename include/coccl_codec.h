@@ -104,6 +104,8 @@ extern "C" {
 #define COCCL_CODEC_CAP_DECODE_REDUCE_ENCODE (1u << 3) /* host.decodeReduceEncode is given */
                                                 /* (else coccl composes it, see below) */
 #define COCCL_CODEC_CAP_DETERMINISTIC (1u << 4) /* required: see "Determinism" above */
+#define COCCL_CODEC_CAP_OWN_SUM_ORDER (1u << 5) /* decodeReduceEncode forms the sum in an */
+                                                /* fp32 order of its own (see there) */
 
 /* Bit masks over cocclDataType_t and cocclRedOp_t values. */
 #define COCCL_CODEC_DTYPE_BIT(dt) (1u << (unsigned)(dt))
@@ -132,6 +134,11 @@ typedef struct {
    * NULL, decoded[0, count) of dtype = decode(out) (what every rank outputs). ins[self] is not
    * read; selfIn is the owner's raw input of dtype (never quantised); 1 <= p <= 64,
    * 0 <= self < p. selfIn may equal decoded.
+   * With CAP_OWN_SUM_ORDER the sum may be formed in another fp32 order that the codec documents
+   * (the same real number, the same on host and device, e.g. fp8_ash_ds sums in the Hadamard-
+   * rotated domain: 2 transforms an element instead of p + 1), so out may differ from the
+   * encoding of acc above by rounding; decoded must still be decode(out), and the result must
+   * be as close to the exact sum as that encoding's (coccl_codec_check checks both).
    * Without CAP_DECODE_REDUCE_ENCODE (NULL here) coccl computes it on the host as: acc in fp32
    * by the sum above (decodeAccumulate for the payloads), scaled, then encode() of acc as fp32
    * input when the codec takes fp32 and its fp32 payload has dtype's size, else of acc rounded

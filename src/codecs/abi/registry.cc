@@ -65,8 +65,12 @@ std::string validateDescriptor(const cocclCodecPlugin_v1_t* d) {
     return "COCCL_CODEC_CAP_DETERMINISTIC is not set (every rank must decode the same bytes)";
   const uint32_t known = COCCL_CODEC_CAP_LOSSLESS | COCCL_CODEC_CAP_NONFINITE |
                          COCCL_CODEC_CAP_DEVICE | COCCL_CODEC_CAP_DECODE_REDUCE_ENCODE |
-                         COCCL_CODEC_CAP_DETERMINISTIC;
+                         COCCL_CODEC_CAP_DETERMINISTIC | COCCL_CODEC_CAP_OWN_SUM_ORDER;
   if (d->capabilities & ~known) return format("unknown capability bits 0x%x", d->capabilities & ~known);
+  if ((d->capabilities & COCCL_CODEC_CAP_OWN_SUM_ORDER) &&
+      !(d->capabilities & COCCL_CODEC_CAP_DECODE_REDUCE_ENCODE))
+    return "COCCL_CODEC_CAP_OWN_SUM_ORDER needs COCCL_CODEC_CAP_DECODE_REDUCE_ENCODE (the order is "
+           "the codec's own decodeReduceEncode's)";
   if (!d->create || !d->destroy || !d->canonicalSpec || !d->blockElems || !d->encodedBytes ||
       !d->errorBound)
     return "create, destroy, canonicalSpec, blockElems, encodedBytes and errorBound are required";
