@@ -38,3 +38,9 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/coccl-codec.pc.in ${PROJECT_BINARY_DI
                @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/coccl.pc ${PROJECT_BINARY_DIR}/coccl-codec.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The guides the headers and tools refer to, under <prefix>/share/doc/coccl.
+install(FILES ${PROJECT_SOURCE_DIR}/docs/codec-plugins.md ${PROJECT_SOURCE_DIR}/README.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/perf/coccl_perf/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        RENAME coccl_perf.md)

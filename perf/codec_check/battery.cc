@@ -387,6 +387,7 @@ std::vector<CheckResult> runBattery(const Codec& c, const Options& opt) {
   if (!opt.manifest.empty()) guarded("roundtrip real_data", [&] { out.push_back(checkRealData(c, opt)); });
   guarded("partial_blocks", [&] { out.push_back(checkPartialBlocks(c, opt)); });
   guarded("non_finite", [&] { out.push_back(checkNonFinite(c, opt)); });
+  guarded("decode_accumulate", [&] { out.push_back(checkDecodeAccumulate(c, opt)); });
   guarded("decode_reduce_encode", [&] { out.push_back(checkDecodeReduceEncode(c, opt)); });
   guarded("random_payloads", [&] { out.push_back(checkRandomPayloads(c, opt)); });
   guarded("bounded_reads", [&] { out.push_back(checkBoundedReads(c, opt)); });

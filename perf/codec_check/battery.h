@@ -42,6 +42,7 @@ CheckResult checkDeterminism(const Codec& c, const Options& opt);
 std::vector<CheckResult> checkRoundTrip(const Codec& c, const Options& opt);  // one per input
 CheckResult checkPartialBlocks(const Codec& c, const Options& opt);
 CheckResult checkNonFinite(const Codec& c, const Options& opt);
+CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt);  // battery_accumulate.cc
 CheckResult checkDecodeReduceEncode(const Codec& c, const Options& opt);
 CheckResult checkRandomPayloads(const Codec& c, const Options& opt);
 CheckResult checkBoundedReads(const Codec& c, const Options& opt);  // battery_reads.cc

@@ -49,6 +49,13 @@ class Codec {
   // acc[i] += decoded[i] in fp32 (payload encoded from `dt` input; for "none", in holds dt).
   virtual void decodeAccumulate(const void* in, size_t count, cocclDataType_t dt,
                                 float* acc) const = 0;
+  // decodeAccumulate of ins[0], ins[1], ..., ins[n-1] in that order (1 <= n <= 64): the
+  // plug-in ABI's host operation takes them in one call, which must equal the calls one by one
+  // (and the device operation of n payloads, which coccl uses, must equal this).
+  virtual void decodeAccumulateMany(const void* const* ins, int n, size_t count,
+                                    cocclDataType_t dt, float* acc) const {
+    for (int k = 0; k < n; ++k) decodeAccumulate(ins[k], count, dt, acc);
+  }
   // The two-shot owner step for one chunk: acc = sum over r = 0..p-1, in that order, of
   // (r == self ? convert(selfIn) : decode(ins[r])); acc *= scale (1, or 1/p for AVG);
   // out = encode(acc). `ins[self]` is ignored (may be null); selfIn is the owner's own raw

@@ -127,6 +127,16 @@ void AbiCodec::decodeAccumulate(const void* in, size_t count, cocclDataType_t dt
         "decodeAccumulate");
 }
 
+void AbiCodec::decodeAccumulateMany(const void* const* ins, int n, size_t count,
+                                    cocclDataType_t dt, float* acc) const {
+  COCCL_CHECK_ARG(n >= 1 && n <= 64, "%s: decodeAccumulate of %d payloads (1..64)", desc_->name,
+                  n);
+  if (count == 0) return;
+  check(desc_->host.decodeAccumulate(inst_, ins, n, count, dti(dt), acc,
+                                     hostWorkspace(count, dt, n)),
+        "decodeAccumulate");
+}
+
 void AbiCodec::decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
                                   cocclDataType_t dt, size_t count, float scale, void* out,
                                   float* scratch, void* decoded) const {

@@ -40,6 +40,8 @@ class AbiCodec final : public Codec {
   void decode(const void* in, size_t count, cocclDataType_t dt, void* out) const override;
   void decodeAccumulate(const void* in, size_t count, cocclDataType_t dt,
                         float* acc) const override;
+  void decodeAccumulateMany(const void* const* ins, int n, size_t count, cocclDataType_t dt,
+                            float* acc) const override;
   void decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
                           cocclDataType_t dt, size_t count, float scale, void* out,
                           float* scratch, void* decoded) const override;

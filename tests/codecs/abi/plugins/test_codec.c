@@ -14,6 +14,8 @@
  *   TC_OVERFLOW            encode writes one byte past encodedBytes
  *   TC_OVERREAD            decode reads one byte past encodedBytes
  *   TC_NONDET              encode's scale bytes depend on a process-wide call counter
+ *   TC_TIGHT_BOUND         errorBound far below the real error
+ *   TC_ACC_FIRST_ONLY      decodeAccumulate adds only ins[0] of its nIn payloads
  */
 #include <math.h>
 #include <stdio.h>
@@ -180,6 +182,9 @@ static int tc_decode_accumulate(const void* inst, const void* const* ins, int nI
   (void)ws;
   if (dtype != cocclFloat32 || nIn < 1) return COCCL_CODEC_E_INVALID;
   const size_t b = tc_block(inst);
+#ifdef TC_ACC_FIRST_ONLY
+  nIn = 1;
+#endif
   for (int k = 0; k < nIn; ++k) {
     const unsigned char* p = (const unsigned char*)ins[k];
     for (size_t base = 0; base < count; base += b) {
