@@ -6,6 +6,7 @@
 // ins[0] would otherwise pass every other check.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "battery.h"
 #include "battery_util.h"
@@ -26,14 +27,23 @@ CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
     if (!c.supportsType(dt)) continue;
     for (size_t count : {size_t{1}, G + 1, 3 * G + 5}) {
       for (int n : {2, 3, 8, 64}) {
-        std::vector<std::vector<uint8_t>> pay(static_cast<size_t>(n));
+        // every buffer the codec writes is guarded (a codec that overruns fails bytes_written;
+        // here it must not corrupt the battery)
+        std::vector<std::unique_ptr<Guarded>> pay;
         std::vector<const void*> ins(static_cast<size_t>(n));
+        std::string encodeDamage;
         for (int k = 0; k < n; ++k) {
           const std::vector<uint8_t> in = toType(
               makeInput(k % 2 ? "student_t3" : "normal", count, opt.seed + 700 + 10 * k, G), dt);
-          pay[k].resize(c.encodedBytes(count, dt));
-          c.encode(in.data(), dt, count, pay[k].data());
-          ins[k] = pay[k].data();
+          pay.push_back(std::make_unique<Guarded>(c.encodedBytes(count, dt), 0x00));
+          c.encode(in.data(), dt, count, pay.back()->data());
+          if (encodeDamage.empty()) encodeDamage = pay.back()->guardDamage();
+          ins[static_cast<size_t>(k)] = pay.back()->data();
+        }
+        const std::string at = fmt("%s count %zu n %d", typeName(dt), count, n);
+        if (!encodeDamage.empty()) {
+          fail(at + ": encode payload: " + encodeDamage);
+          continue;
         }
         Guarded one(count * 4, 0x00), many(count * 4, 0x00);
         for (size_t i = 0; i < count; ++i)
@@ -41,10 +51,9 @@ CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
         for (int k = 0; k < n; ++k) c.decodeAccumulate(ins[k], count, dt, one.floats());
         c.decodeAccumulateMany(ins.data(), n, count, dt, many.floats());
         calls += static_cast<size_t>(n) + 1;
-        const std::string at = fmt("%s count %zu n %d", typeName(dt), count, n);
-        const std::string damage = many.guardDamage();
+        const std::string damage = many.guardDamage() + one.guardDamage();
         if (!damage.empty()) {
-          fail(at + ": " + damage);
+          fail(at + ": accumulator: " + damage);
         } else if (std::memcmp(one.data(), many.data(), count * 4) != 0) {
           size_t i = 0;
           while (i < count && std::memcmp(one.floats() + i, many.floats() + i, 4) == 0) ++i;
