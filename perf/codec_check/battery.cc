@@ -21,20 +21,6 @@ using namespace detail;
 
 namespace {
 
-// Violations of one check: counted, the first one kept.
-struct Tally {
-  size_t calls = 0, bad = 0;
-  std::string first;
-  void fail(const std::string& what) {
-    ++bad;
-    if (first.empty()) first = what;
-  }
-  void guards(const Guarded& g, const std::string& what) {
-    const std::string d = g.guardDamage();
-    if (!d.empty()) fail(what + ": " + d);
-  }
-};
-
 std::vector<size_t> testCounts(const Codec& c) {
   const size_t G = c.blockElems();
   std::set<size_t> s = {1, 7, 33, 1000, G + 1, 3 * G + 5};

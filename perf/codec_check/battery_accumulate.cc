@@ -18,11 +18,7 @@ using namespace detail;
 
 CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
   const size_t G = std::max<size_t>(c.blockElems(), 1);
-  size_t calls = 0, bad = 0;
-  std::string first;
-  auto fail = [&](const std::string& what) {
-    if (bad++ == 0) first = what;
-  };
+  Tally t;
   for (cocclDataType_t dt : {cocclFloat32, cocclBfloat16, cocclFloat16}) {
     if (!c.supportsType(dt)) continue;
     for (size_t count : {size_t{1}, G + 1, 3 * G + 5}) {
@@ -42,7 +38,7 @@ CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
         }
         const std::string at = fmt("%s count %zu n %d", typeName(dt), count, n);
         if (!encodeDamage.empty()) {
-          fail(at + ": encode payload: " + encodeDamage);
+          t.fail(at + ": encode payload: " + encodeDamage);
           continue;
         }
         Guarded one(count * 4, 0x00), many(count * 4, 0x00);
@@ -50,14 +46,14 @@ CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
           one.floats()[i] = many.floats()[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
         for (int k = 0; k < n; ++k) c.decodeAccumulate(ins[k], count, dt, one.floats());
         c.decodeAccumulateMany(ins.data(), n, count, dt, many.floats());
-        calls += static_cast<size_t>(n) + 1;
+        t.calls += static_cast<size_t>(n) + 1;
         const std::string damage = many.guardDamage() + one.guardDamage();
         if (!damage.empty()) {
-          fail(at + ": accumulator: " + damage);
+          t.fail(at + ": accumulator: " + damage);
         } else if (std::memcmp(one.data(), many.data(), count * 4) != 0) {
           size_t i = 0;
           while (i < count && std::memcmp(one.floats() + i, many.floats() + i, 4) == 0) ++i;
-          fail(fmt("%s: %d payloads in one call differ from %d calls of one (element %zu: %g, "
+          t.fail(fmt("%s: %d payloads in one call differ from %d calls of one (element %zu: %g, "
                    "want %g)",
                    at.c_str(), n, n, i, static_cast<double>(many.floats()[i]),
                    static_cast<double>(one.floats()[i])));
@@ -65,10 +61,10 @@ CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
       }
     }
   }
-  return {"decode_accumulate", bad == 0,
+  return {"decode_accumulate", t.bad == 0,
           fmt("calls %zu  (n 2, 3, 8, 64 payloads in one call vs one by one)  mismatches %zu",
-              calls, bad),
-          first};
+              t.calls, t.bad),
+          t.first};
 }
 
 }  // namespace check

@@ -47,6 +47,20 @@ class Guarded {
   std::vector<uint8_t> buf_;
 };
 
+// Violations of one check: counted, the first one kept.
+struct Tally {
+  size_t calls = 0, bad = 0;
+  std::string first;
+  void fail(const std::string& what) {
+    ++bad;
+    if (first.empty()) first = what;
+  }
+  void guards(const Guarded& g, const std::string& what) {
+    const std::string d = g.guardDamage();
+    if (!d.empty()) fail(what + ": " + d);
+  }
+};
+
 // Synthetic inputs. Kinds: normal, laplace, student_t3, outlier_channels, normal_mu0.5,
 // normal_mu1, normal_mu4, abs_normal, relu, zero_blocks, tiny_blocks. G is the codec's block
 // (zero_blocks / tiny_blocks alternate such blocks with N(0,1) blocks).

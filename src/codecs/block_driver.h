@@ -127,6 +127,24 @@ COCCL_HOST_CLONES void decodeBlocks(const K& k, const uint8_t* payload, size_t c
   }
 }
 
+// One term of the owner step's fp32 sum in rank order: the first assigned, the others added.
+template <int G>
+COCCL_BLOCK_INLINE void addTerm(float* acc, const float* z, bool first) {
+  if (first) {
+    for (int i = 0; i < G; ++i) acc[i] = z[i];
+  } else {
+    for (int i = 0; i < G; ++i) acc[i] = acc[i] + z[i];
+  }
+}
+
+// acc *= scale when scale != 1 (AVG).
+template <int G>
+COCCL_BLOCK_INLINE void scaleBlock(float* acc, float scale) {
+  if (scale != 1.0f) {
+    for (int i = 0; i < G; ++i) acc[i] = acc[i] * scale;
+  }
+}
+
 // Whether K reduces in the rotated domain (K::kRotatedReduce, for the element types of
 // K::rotatedReduceFor(bytes), with
 //   template <int G> bool decodeRotated(const Code*, uint32_t word, float* out) const;
@@ -160,15 +178,9 @@ COCCL_BLOCK_INLINE bool reduceBlockRotated(const K& k, const void* const* ins, i
                                        loadWord(in + geo.metaAt(nb, b)), z))
         return false;
     }
-    if (r == 0) {
-      for (int i = 0; i < G; ++i) acc[i] = z[i];
-    } else {
-      for (int i = 0; i < G; ++i) acc[i] = acc[i] + z[i];
-    }
+    addTerm<G>(acc, z, r == 0);
   }
-  if (scale != 1.0f) {
-    for (int i = 0; i < G; ++i) acc[i] = acc[i] * scale;
-  }
+  scaleBlock<G>(acc, scale);
   Code* codes = reinterpret_cast<Code*>(out + geo.codesAt(b));
   uint32_t w = 0;
   if (!k.template encodeRotated<G>(acc, codes, &w)) return false;
@@ -214,15 +226,9 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
         k.template decode<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
                              loadWord(in + geo.metaAt(nb, b)), z);
       }
-      if (r == 0) {
-        for (int i = 0; i < G; ++i) acc[i] = z[i];
-      } else {
-        for (int i = 0; i < G; ++i) acc[i] = acc[i] + z[i];
-      }
+      addTerm<G>(acc, z, r == 0);
     }
-    if (scale != 1.0f) {
-      for (int i = 0; i < G; ++i) acc[i] = acc[i] * scale;
-    }
+    scaleBlock<G>(acc, scale);
     // positions past count are zero padding, exactly as encode(fp32 acc) would see them
     for (size_t i = n; i < static_cast<size_t>(G); ++i) acc[i] = 0.0f;
     Code* codes = reinterpret_cast<Code*>(out + geo.codesAt(b));

@@ -295,13 +295,14 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
   const std::vector<Range> sh = balancedShards(count, p, codec->blockElems());
   size_t longest = 0;
   for (int j = 0; j < p; ++j) longest = std::max(longest, sh[j].count);
-  stats.wireBytesSent =
-      twoShotWireBytes(sh, me, [&](size_t n) { return codec->encodedBytes(n, dt); });
   stats.algorithm = m.arName.c_str();
   const size_t piece = m.pieceElems(*codec, dt);
   const size_t K = numChunks(longest, piece);
-  if (K == 0) return;
   const bool ag = m.mover.hasAllGather();  // the gather stage as one allGather a piece
+  // with the allGather, counted below from the pieces' strides
+  stats.wireBytesSent =
+      ag ? 0 : twoShotWireBytes(sh, me, [&](size_t n) { return codec->encodedBytes(n, dt); });
+  if (K == 0) return;
   const float scale = op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
   auto n = [&](int j, size_t k) {
     const size_t c = sh[j].count;
@@ -321,7 +322,6 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
     return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(j) * stride(k) : m.slot(k, kGath, j);
   };
   if (ag) {  // the gather stage sends every piece's stride, the last ones padded
-    stats.wireBytesSent = 0;
     for (int j = 0; j < p; ++j)
       if (j != me) stats.wireBytesSent += pb(sh[j].count);
     for (size_t k = 0; k < K; ++k) stats.wireBytesSent += static_cast<size_t>(p - 1) * stride(k);
