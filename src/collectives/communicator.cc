@@ -86,6 +86,18 @@ Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
 }
 
 Communicator::~Communicator() {
+  for (int c = 0; c < kCollKinds; ++c) {
+    const CollTotals& t = totals_[c];
+    const Coll coll = static_cast<Coll>(c);
+    if (t.calls)
+      COCCL_INFO(kLogColl,
+                 "comm %s rank %d: %s %llu calls, %llu compressed%s%s, %.3g MB in, %.3g MB sent",
+                 config().name.c_str(), rank(),
+                 coll == Coll::Send ? "Send/Recv groups" : collName(coll),
+                 static_cast<unsigned long long>(t.calls),
+                 static_cast<unsigned long long>(t.compressed), t.codec.empty() ? "" : " with ",
+                 t.codec.c_str(), t.logicalBytes / 1e6, t.wireBytes / 1e6);
+  }
   // A broken or aborted communicator stops its executors before any of them waits for its
   // device work in its destructor (a call stuck on a dead peer would hold that wait forever).
   const bool healthy = !ctx_.aborted() && asyncError() == cocclSuccess && !ctx_.bootstrap().aborted();
@@ -158,6 +170,7 @@ void Communicator::run(CollRequest r) {
   beginStats(bytes, r.codec);
   if (r.interCodec) stats_.codec = policy_.hierName(r.coll).c_str();
   x.run(r, stats_);
+  totals_[static_cast<int>(r.coll)].add(stats_);
 }
 
 void Communicator::runP2P(std::vector<CollRequest> group) {
@@ -199,6 +212,7 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   Executor& x = routeGroup(group);
   beginStats(sent, shown);
   x.runP2P(group, stats_);
+  totals_[static_cast<int>(Coll::Send)].add(stats_);
 }
 
 cocclResult_t Communicator::asyncError() const {

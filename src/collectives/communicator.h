@@ -70,6 +70,7 @@ class Communicator {
   std::string deviceOff_;  // why there is no device executor ("" when there is one)
   std::atomic<bool> saidFallback_{false};
   CollStats stats_;
+  CollTotals totals_[kCollKinds];  // per Coll (Send: Send/Recv groups), summed at destroy
 };
 
 }  // namespace coccl

@@ -12,6 +12,7 @@ namespace coccl {
 class Codec;
 
 enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Send, Recv };
+constexpr int kCollKinds = static_cast<int>(Coll::Recv) + 1;
 
 const char* collName(Coll c);  // "AllReduce", ..., "Send", "Recv"
 

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "collectives/layout.h"
@@ -16,6 +19,24 @@ struct CollStats {
   size_t wireBytesSent = 0;  // bytes this rank sent, payloads as encoded
   const char* codec = "none";
   const char* algorithm = "";
+};
+
+// Totals of one kind of call over a communicator's life (calls that reached coccl; the shim
+// forwards what coccl does not compress to NCCL directly). Printed when the communicator is
+// destroyed, with COCCL_DEBUG=INFO, so that a run shows which codec each communicator used.
+struct CollTotals {
+  uint64_t calls = 0, compressed = 0;
+  uint64_t logicalBytes = 0, wireBytes = 0;  // as CollStats, summed
+  std::string codec;                         // the last compressed call's codec
+  void add(const CollStats& s) {
+    ++calls;
+    logicalBytes += s.logicalBytes;
+    wireBytes += s.wireBytesSent;
+    if (std::strcmp(s.codec, "none") != 0) {
+      ++compressed;
+      if (codec != s.codec) codec = s.codec;
+    }
+  }
 };
 
 // Two-shot AllReduce over `shards` (owner j reduces shard j): this rank sends every other

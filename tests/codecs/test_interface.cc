@@ -261,6 +261,11 @@ TEST(Interface, CanonicalSpecs) {
   EXPECT_EQ(makeCodec(" int8 : rotate = 0 , block=64")->spec(), "int8:block=64,rotate=0");
   EXPECT_EQ(makeCodec("fp8_ash_ds")->spec(),
             "fp8_ash_ds:block=128,format=e4m3,lambda=1e-06,alpha_min=0.001,alpha_max=1000");
+  EXPECT_EQ(makeCodec("fp8_ash_ds:rotate=0")->spec(),
+            "fp8_ash_ds:block=128,format=e4m3,lambda=1e-06,alpha_min=0.001,alpha_max=1000,rotate=0");
+  EXPECT_EQ(makeCodec("fp8_ash_ds:rotate=1")->spec(), makeCodec("fp8_ash_ds")->spec());
+  EXPECT_THROW(makeCodec("fp8_ash_ds:rotate=0,format=e5m2"), Error);
+  EXPECT_THROW(makeCodec("fp8_ash_ds:rotate=2"), Error);
   EXPECT_EQ(makeCodec("fp8_ash_ds:block=256,format=e5m2")->spec(),
             "fp8_ash_ds:block=256,format=e5m2,lambda=1e-06,alpha_min=0.001,alpha_max=1000");
   EXPECT_EQ(makeCodec("fp8_ash_ds:block=256")->blockElems(), 256u);

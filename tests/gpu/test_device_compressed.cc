@@ -34,7 +34,7 @@ struct CodecHandle {
 
 const char* const kCodecs[] = {"fp8_ash_ds", "int8", "fp8_ash_ds:block=32,format=e5m2",
                                "int8:block=512,rotate=0", "fp8_ash_ds:block=256",
-                               "int8:block=64"};
+                               "int8:block=64", "fp8_ash_ds:rotate=0"};
 const cocclDataType_t kTypes[] = {cocclBfloat16, cocclFloat16, cocclFloat32};
 
 class DeviceCompressed : public ::testing::TestWithParam<int> {};

@@ -66,7 +66,10 @@ COCCL_HD uint32_t ashEncodeRaw(const float* x, uint8_t* codes) {
 }
 
 // Encode of one block of G fp32 values. `y` is scratch of G floats. Returns the scale word.
-template <int G, class F>
+// R = false is the ablation without the Hadamard transform (spec rotate=0: plain per-block
+// absmax E4M3 after the power-of-two alpha, TACO's "w/o Hadamard"): y = alpha x,
+// c = (m / Qmax) * 1 * (1/alpha), decode x_i = fp8(q_i) * c.
+template <int G, class F, bool R = true>
 COCCL_HD uint32_t ashEncodeBlock(const float* x, float* y, uint8_t* codes, const AshParams& p) {
   using Fmt = AshFormat<F>;
   uint32_t amax = maxAbsBits<G>(x);
@@ -74,10 +77,11 @@ COCCL_HD uint32_t ashEncodeBlock(const float* x, float* y, uint8_t* codes, const
 
   float alpha = adaptiveAlpha<G>(blockEnergy<G>(x), Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
   for (int i = 0; i < G; ++i) y[i] = mulRn(alpha, x[i]);
-  fwht<G>(y);
+  if (R) fwht<G>(y);
   float m = bitsFloat(maxAbsBits<G>(y));
   float inv = divRn(Fmt::kQmax, m);
-  float c = decodeMultiplier(m, Fmt::kQmax, 1.0f / static_cast<float>(G), divRn(1.0f, alpha));
+  float c = decodeMultiplier(m, Fmt::kQmax, R ? 1.0f / static_cast<float>(G) : 1.0f,
+                             divRn(1.0f, alpha));
   if (!scalesUsable(m, inv, c)) return ashEncodeRaw<G, F>(x, codes);
   for (int i = 0; i < G; ++i) codes[i] = floatToFp8SatNonNan<F>(mulRn(y[i], inv));
   return floatBits(c);
@@ -99,8 +103,8 @@ COCCL_HD float ashDecodeRawElem(uint8_t code, float r) {
   return mulRn(fp8ToFloat<F>(code), r);
 }
 
-// Decode of one block into out[0, G) (fp32).
-template <int G, class F, class Deq = Fp8Dequant<F>>
+// Decode of one block into out[0, G) (fp32); R as ashEncodeBlock's.
+template <int G, class F, class Deq = Fp8Dequant<F>, bool R = true>
 COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, Deq deq = Deq()) {
   if (isRawWord(word)) {
     float r = rawScaleFromWord(word);
@@ -109,7 +113,7 @@ COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, De
   }
   float c = bitsFloat(word);
   for (int i = 0; i < G; ++i) out[i] = deq(codes[i]);
-  fwht<G>(out);
+  if (R) fwht<G>(out);
   for (int i = 0; i < G; ++i) out[i] = mulRn(out[i], c);
 }
 

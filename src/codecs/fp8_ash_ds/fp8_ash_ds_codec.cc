@@ -1,7 +1,10 @@
 // The "fp8_ash_ds" codec: Adaptive Scale-Hadamard transform + Dual-Scale FP8 quantization
 // (TACO, arXiv 2604.24088), with both scales folded into one fp32 word per block.
 // Spec: fp8_ash_ds[:block=32|64|128|256|512 (128), format=e4m3|e5m2 (e4m3),
-//                  lambda=L (1e-6), alpha_min=A (0.001), alpha_max=B (1000)].
+//                  lambda=L (1e-6), alpha_min=A (0.001), alpha_max=B (1000), rotate=0|1 (1)].
+// rotate=0 is TACO's ablation without the Hadamard transform (plain per-block absmax FP8 after
+// the power-of-two alpha; same payload layout; e4m3 only); alpha_min=alpha_max=1
+// is the ablation without the adaptive scale.
 //
 // Payload (nb = ceil(count/G)): nb*G FP8 codes (block-major, input order in a block, partial
 // last block zero-padded and all G transform coefficients kept), then nb little-endian fp32
@@ -47,7 +50,7 @@ struct TableDequant {
   COCCL_BLOCK_INLINE float operator()(uint8_t c) const { return t[c]; }
 };
 
-template <class F>
+template <class F, bool R>
 struct AshKernel {
   using Code = uint8_t;
   static constexpr CodecKind kKind = CodecKind::Fp8AshDs;
@@ -60,16 +63,16 @@ struct AshKernel {
 
   template <int G>
   COCCL_BLOCK_INLINE uint32_t encode(const float* x, float* y, uint8_t* codes) const {
-    return kmath::ashEncodeBlock<G, F>(x, y, codes, params);
+    return kmath::ashEncodeBlock<G, F, R>(x, y, codes, params);
   }
 
   template <int G>
   COCCL_BLOCK_INLINE void decode(const uint8_t* codes, uint32_t word, float* out) const {
-    kmath::ashDecodeBlock<G, F>(codes, word, out, TableDequant{table});
+    kmath::ashDecodeBlock<G, F, TableDequant, R>(codes, word, out, TableDequant{table});
   }
 
   // the owner step in the rotated domain (ash_block.h), for the types it is on for
-  static constexpr bool kRotatedReduce = true;
+  static constexpr bool kRotatedReduce = R;
   static constexpr bool rotatedReduceFor(int typeBytes) {
     return kmath::ashRotatedReduceFor(typeBytes);
   }
@@ -94,7 +97,9 @@ struct AshKernel {
     const bool e4m3 = F::kMantBits == 3;
     const double eps = e4m3 ? 0x1p-4 : 0x1p-3;
     const double d = e4m3 ? 0x1p-10 : 0x1p-17;
-    double core = rms * (std::sqrt(G) * (eps + 0x1p-18) + d * G / F::kMax);
+    // rotate=0: |x_i - x'_i| <= eps |x_i| + d * absmax / Qmax (c = absmax / (Qmax alpha))
+    double core = R ? rms * (std::sqrt(G) * (eps + 0x1p-18) + d * G / F::kMax)
+                    : absmax * (eps + 0x1p-18 + d / F::kMax);
     return core + 0x1p-8 * (absmax + core) + 0x1p-120;
   }
 
@@ -106,15 +111,16 @@ struct AshKernel {
     d.lambda = params.lambda;
     d.alphaMin = params.alphaMin;
     d.alphaMax = params.alphaMax;
+    if (!R) d.rotate = 0;  // the device tiles' plain family (tile_ash.cuh); else the default
     return d;
   }
 };
 
-template <class F>
+template <class F, bool R>
 CodecPtr build(long block, const kmath::AshParams& p, const std::string& canon) {
-  AshKernel<F> k;
+  AshKernel<F, R> k;
   k.params = p;
-  return std::make_shared<BlockCodec<AshKernel<F>>>(k, static_cast<size_t>(block), canon);
+  return std::make_shared<BlockCodec<AshKernel<F, R>>>(k, static_cast<size_t>(block), canon);
 }
 
 }  // namespace
@@ -128,15 +134,21 @@ CodecPtr makeFp8AshDsCodec(const ParsedSpec& spec) {
   p.lambda = reader.getFloat("lambda", 1e-6f, 0.0, 1e30);
   p.alphaMin = reader.getFloat("alpha_min", 1e-3f, 0x1p-64, 0x1p64);
   p.alphaMax = reader.getFloat("alpha_max", 1e3f, 0x1p-64, 0x1p64);
-  reader.finish("block, format, lambda, alpha_min, alpha_max");
+  const bool rotate = reader.getWord("rotate", "1", {"0", "1"}) == "1";
+  reader.finish("block, format, lambda, alpha_min, alpha_max, rotate");
+  if (!rotate && format != "e4m3")
+    COCCL_THROW(cocclInvalidArgument, "codec spec '%s': rotate=0 (the ablation) is for e4m3 only",
+                quoted(spec.text).c_str());
   if (!(p.alphaMin <= p.alphaMax))
     COCCL_THROW(cocclInvalidArgument, "codec spec '%s': alpha_min must be <= alpha_max",
                 quoted(spec.text).c_str());
   std::string canon = "fp8_ash_ds:block=" + std::to_string(block) + ",format=" + format +
                       ",lambda=" + formatFloat(p.lambda) + ",alpha_min=" + formatFloat(p.alphaMin) +
-                      ",alpha_max=" + formatFloat(p.alphaMax);
-  if (format == "e5m2") return build<kmath::Fp8E5M2>(block, p, canon);
-  return build<kmath::Fp8E4M3>(block, p, canon);
+                      ",alpha_max=" + formatFloat(p.alphaMax) + (rotate ? "" : ",rotate=0");
+  if (format == "e5m2")
+    return build<kmath::Fp8E5M2, true>(block, p, canon);
+  return rotate ? build<kmath::Fp8E4M3, true>(block, p, canon)
+                : build<kmath::Fp8E4M3, false>(block, p, canon);
 }
 
 }  // namespace codec_detail

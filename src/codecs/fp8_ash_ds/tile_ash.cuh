@@ -12,6 +12,9 @@
 // a warp with a block whose alpha is below 1.
 // Decode: dequantize (cvt.rn.f16x2.{e4m3,e5m2}x2 + two f16 -> f32), transform, * c; RAW blocks
 // are decoded from their codes afterwards (warp-uniform branch).
+// R = false (spec rotate=0, the ablation without the transform): the host order of
+// kmath::ashEncodeBlock<G, F, false> as it is (y = alpha x, m = max |y|, codes of y * inv),
+// decode fp8(q) * c; not tuned (an ablation), and its owner step takes the linear order.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +25,7 @@
 namespace coccl {
 namespace kdev {
 
-template <class F, class S>
+template <class F, class S, bool R = true>
 struct TileAsh {
   static constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, L = S::kL, W = S::kW;
   using Fmt = kmath::AshFormat<F>;
@@ -45,7 +48,28 @@ struct TileAsh {
     bool raw = rawByEnergyReload<S>(energy, reload);
     uint32_t word = 0;
     bool transformed = false;
-    if (!__all_sync(kFullMask, raw)) {
+    if (!R && !__all_sync(kFullMask, raw)) {
+      transformed = true;
+      const float alpha = tileAlpha<G>(energy, Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax);
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int e = 0; e < E0; ++e) v[j][e] = mulRn(alpha, v[j][e]);
+      const float m = groupMaxAbs<L>(tileMaxAbs<S>(v));
+      const float inv = divRn(Fmt::kQmax, m);
+      const float c = decodeMultiplier(m, Fmt::kQmax, 1.0f, invPow2(alpha));
+      raw = static_cast<bool>(raw | !scalesUsable(m, inv, c));
+      word = floatBits(c);
+#pragma unroll
+      for (int j = 0; j < E1; ++j) {
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          const float* y = &v[j][4 * w];
+          q[j][w] = f32x4ToFp8x4<F>(mulRn(y[0], inv), mulRn(y[1], inv), mulRn(y[2], inv),
+                                    mulRn(y[3], inv));
+        }
+      }
+    } else if (R && !__all_sync(kFullMask, raw)) {
       transformed = true;
       const Rotated t =
           rotateTile<S>(v, energy, raw, Fmt::kQmax, p.lambda, p.alphaMin, p.alphaMax, reload, lig);
@@ -126,7 +150,7 @@ struct TileAsh {
     const bool raw = isRawWord(word);  // the same word in every lane of a group
     if (!__all_sync(kFullMask, raw)) {
       dequant(q, out);
-      tileFwht<S>(out, lig);
+      if (R) tileFwht<S>(out, lig);
       const float c = bitsFloat(word);
 #pragma unroll
       for (int j = 0; j < E1; ++j)
@@ -139,7 +163,7 @@ struct TileAsh {
   // ---- the owner step in the rotated domain (kmath::ashDecodeRotatedBlock /
   // ashEncodeRotatedBlock, ash_block.h) ----
   __host__ __device__ static constexpr bool rotatedReduceFor(int typeBytes) {
-    return kmath::ashRotatedReduceFor(typeBytes);
+    return R && kmath::ashRotatedReduceFor(typeBytes);
   }
 
   // out = H(decode(q, word)) = q * (G c) of a transform block, no transform; clears ok for a
@@ -188,12 +212,12 @@ struct TileAsh {
   }
 };
 
-// The tile family of fp8_ash_ds in format F: the tile codec for a shape S.
-template <class F>
+// The tile family of fp8_ash_ds in format F (R: with the transform): the tile codec for a shape S.
+template <class F, bool R = true>
 struct AshFamily {
   static constexpr CodecKind kKind = CodecKind::Fp8AshDs;
   template <class S>
-  using Tile = TileAsh<F, S>;
+  using Tile = TileAsh<F, S, R>;
 };
 
 // Calls fn(family) with the tile family d selects (tile_codec.cuh's dispatch on the codec list).
@@ -206,6 +230,8 @@ struct DeviceTiles<CodecKind::Fp8AshDs> {
   __host__ __device__ static void dispatch(const CodecDesc& d, Fn&& fn) {
     if (d.fp8E5M2)
       fn(AshFamily<kmath::Fp8E5M2>{});
+    else if (d.rotate == 0)  // the ablation without the transform (e4m3 only: the spec parser)
+      fn(AshFamily<kmath::Fp8E4M3, false>{});
     else
       fn(AshFamily<kmath::Fp8E4M3>{});
   }

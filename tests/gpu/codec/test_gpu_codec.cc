@@ -112,7 +112,8 @@ TEST(GpuCodec, NonDefaultAshParameters) {
   COCCL_REQUIRE_GPU();
   for (const char* spec : {"fp8_ash_ds:lambda=0,alpha_min=1e-6,alpha_max=1e6",
                            "fp8_ash_ds:lambda=0.5,alpha_min=2,alpha_max=64,format=e5m2",
-                           "fp8_ash_ds:alpha_min=1000,alpha_max=1000,block=512"}) {
+                           "fp8_ash_ds:alpha_min=1000,alpha_max=1000,block=512",
+                           "fp8_ash_ds:rotate=0", "fp8_ash_ds:rotate=0,block=32,alpha_min=2"}) {
     CodecPtr c = makeCodec(spec);
     const CodecDesc d = c->deviceDesc();
     for (cocclDataType_t dt : codecTypes()) {

@@ -387,7 +387,8 @@ std::vector<uint8_t> expected(const World& w, int r, const Op& o, int idx) {
 // kinds: the op kinds drawn from (0..8 as in the switch below); codecs: the codec specs.
 struct PlanSpace {
   std::vector<const char*> codecs = {"fp8_ash_ds:block=32", "int8:block=64", "fp8_ash_ds",
-                                     "fp8_ash_ds:block=32,format=e5m2", "int8:block=32,rotate=0"};
+                                     "fp8_ash_ds:block=32,format=e5m2", "int8:block=32,rotate=0",
+                                     "fp8_ash_ds:block=64,rotate=0"};
   std::vector<size_t> counts = {1, 7, 33, 130, 1001, 4099};
   int kinds = 9;
 };
