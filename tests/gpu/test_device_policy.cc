@@ -68,7 +68,9 @@ TEST(DevicePolicy, RulesPickTheDeviceCodec) {
                           : cocclRecv(p.data(), n, cocclBfloat16, 0, r.comm, s),
               cocclSuccess) << cocclGetLastError(r.comm);
     CUDA_OK(cudaStreamSynchronize(s));
-    if (r.rank == 1) EXPECT_EQ(p.download(), payload);
+    if (r.rank == 1) {
+      EXPECT_EQ(p.download(), payload);
+    }
     cudaStreamDestroy(s);
   }, o);
   unlink(path);
