@@ -242,6 +242,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     cs[i] = std::make_unique<ncclComm>();
     cs[i]->rank = i;
     cs[i]->nranks = ndev;
+    cs[i]->worldRank = i;  // one process, all its ranks: a launcher's RANK would be shared
     int dev = devlist ? devlist[i] : i;
     threads.emplace_back([&, i, dev] {
       rs[i] = setDevice(dev) ? initComm(cs[i].get(), id)
