@@ -178,6 +178,13 @@ typedef struct cocclConfig_v1 {
   const char* codecSendRecv;  /* codec spec for cocclSend / cocclRecv (COCCL_CODEC_SENDRECV);
                                  unlike the collectives' entries it does not inherit `codec`:
                                  unset or "none" keeps Send/Recv exact */
+  int worldRank;              /* this rank's world rank (>= 0), which the policy file's
+                                 "members" and "stride" match on; unset: the launcher's RANK,
+                                 OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (the first set),
+                                 else the rank in this communicator (docs/policy.md) */
+  const char* policy;         /* path of a policy file (COCCL_POLICY; docs/policy.md): rules
+                                 that choose codec and threshold per communicator, collective,
+                                 type and size before the codec fields above; "" : none */
 } cocclConfig_t;
 
 #define COCCL_CONFIG_INITIALIZER                                                             \
@@ -190,7 +197,7 @@ typedef struct cocclConfig_v1 {
         COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR,              \
         COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, -1LL, -1LL, COCCL_CONFIG_UNDEF_INT,  \
         COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT,              \
-        COCCL_CONFIG_UNDEF_PTR                                                               \
+        COCCL_CONFIG_UNDEF_PTR, COCCL_CONFIG_UNDEF_INT, COCCL_CONFIG_UNDEF_PTR               \
   }
 
 /* ---------------------------------------------------------------------------------------------
@@ -428,10 +435,10 @@ typedef enum COCCL_ENUM_INT {
 } cocclCollKind_t;
 
 /* Whether `comm` compresses the call cocclAllReduce / cocclReduceScatter / cocclAllGather /
- * cocclSend and cocclRecv (`coll`) with these arguments under its own codec policy (its config's
- * codec fields, else COCCL_CODEC_<COLL> / COCCL_CODEC (SendRecv: COCCL_CODEC_SENDRECV only);
- * compressMinBytes, else COCCL_COMPRESS_MIN_BYTES; the op and the data type), and with which
- * codec. `count` is the call's own count argument (AllReduce:
+ * cocclSend and cocclRecv (`coll`) with these arguments under its own codec policy (the first
+ * matching rule of its policy file, docs/policy.md; else its config's codec fields, else
+ * COCCL_CODEC_<COLL> / COCCL_CODEC (SendRecv: COCCL_CODEC_SENDRECV only) with compressMinBytes,
+ * else COCCL_COMPRESS_MIN_BYTES; the op and the data type), and with which codec. `count` is the call's own count argument (AllReduce:
  * count; ReduceScatter: recvcount; AllGather: sendcount; Send/Recv: count); `op` is not looked
  * at for AllGather and SendRecv (COCCL_CODEC_SENDRECV).
  * Writes *compressed (1 or 0) and, when codecName is not NULL, the codec's canonical spec
@@ -446,6 +453,14 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
                                             cocclDataType_t datatype, cocclRedOp_t op,
                                             int* compressed, char* codecName,
                                             size_t codecNameLen);
+
+/* The world ranks of comm's members (cocclConfig_t.worldRank, exchanged at init):
+ * worldRanks[r] for each rank r of comm, nranks entries (nranks must be comm's size). A program
+ * that builds communicators from others (the NCCL shim's ncclCommSplit) passes a member's entry
+ * on as the new communicator's cocclConfig_t.worldRank. Does not communicate.
+ * Errors: cocclInvalidArgument (comm or worldRanks NULL, comm not initialised, nranks not its
+ * size). */
+COCCL_API cocclResult_t cocclCommWorldRanks(cocclComm_t comm, int* worldRanks, int nranks);
 
 /* The value coccl uses for its variable `name` (one of README "Environment"), as read once per
  * process: the variable's value when it is set and valid (a choice in the spelling of the table,

@@ -1,17 +1,23 @@
-// Collectives and point-to-point. An AllReduce, ReduceScatter or AllGather goes to coccl when
-// coccl says it would compress it (cocclCommQueryCodec: the coccl communicator's own codec
-// policy, i.e. COCCL_CODEC_<COLL> / COCCL_CODEC, COCCL_COMPRESS_MIN_BYTES, SUM/AVG on
-// fp32/fp16/bf16); every other call goes to the real NCCL, on the communicator's real half,
-// unchanged.
+// Collectives and point-to-point. An AllReduce, ReduceScatter, AllGather, Send or Recv goes to
+// coccl when coccl says it would compress it (cocclCommQueryCodec: the coccl communicator's own
+// codec policy - its policy file's rules (COCCL_POLICY), then COCCL_CODEC_<COLL> / COCCL_CODEC /
+// COCCL_CODEC_SENDRECV, COCCL_COMPRESS_MIN_BYTES, SUM/AVG on fp32/fp16/bf16); every other call
+// goes to the real NCCL, on the communicator's real half, unchanged. Both ends of a message ask
+// the same policy entry with the same count and type, so they decide alike.
 #include "shim.h"
 
 namespace shim {
 namespace {
 
 const char* collName(Coll k) {
-  return k == Coll::AllReduce ? "ncclAllReduce"
-         : k == Coll::ReduceScatter ? "ncclReduceScatter"
-                                    : "ncclAllGather";
+  switch (k) {
+    case Coll::AllReduce: return "ncclAllReduce";
+    case Coll::ReduceScatter: return "ncclReduceScatter";
+    case Coll::AllGather: return "ncclAllGather";
+    case Coll::Send: return "ncclSend";
+    case Coll::Recv: return "ncclRecv";
+  }
+  return "?";
 }
 
 // Whether coccl compresses the call (ncclDataType_t and ncclRedOp_t values are coccl's); *codec
@@ -21,7 +27,8 @@ bool compressed(const CollOp& o, char* codec, size_t codecLen) {
   if (!o.comm->coccl) return false;
   const cocclCollKind_t kind = o.kind == Coll::AllReduce       ? cocclCollAllReduce
                                : o.kind == Coll::ReduceScatter ? cocclCollReduceScatter
-                                                               : cocclCollAllGather;
+                               : o.kind == Coll::AllGather     ? cocclCollAllGather
+                                                               : cocclCollSendRecv;
   int on = 0;
   if (cocclCommQueryCodec(o.comm->coccl, kind, o.count, static_cast<cocclDataType_t>(o.type),
                           static_cast<cocclRedOp_t>(o.op), &on, codec, codecLen) != cocclSuccess ||
@@ -45,8 +52,8 @@ ncclResult_t collective(CollOp op, ncclComm_t comm) {
   if (!op.comm) return code;
   char codec[256] = "";
   if (!compressed(op, codec, sizeof(codec))) return runReal(op);
-  logf(3, "%s of %zu elements of type %d: coccl (%s)", collName(op.kind), op.count, op.type,
-       codec);
+  logf(3, "%s of %zu elements of type %d%s: coccl (%s)", collName(op.kind), op.count, op.type,
+       op.peer >= 0 ? " with a peer" : "", codec);
   if (inGroup()) {
     queueCoccl(op);
     return ncclSuccess;
@@ -60,10 +67,16 @@ ncclResult_t runCoccl(const CollOp& o) {
   auto dt = static_cast<cocclDataType_t>(o.type);
   auto op = static_cast<cocclRedOp_t>(o.op);
   cocclComm_t cc = o.comm->coccl;
-  cocclResult_t r =
-      o.kind == Coll::AllReduce     ? cocclAllReduce(o.send, o.recv, o.count, dt, op, cc, o.stream)
-      : o.kind == Coll::ReduceScatter ? cocclReduceScatter(o.send, o.recv, o.count, dt, op, cc, o.stream)
-                                      : cocclAllGather(o.send, o.recv, o.count, dt, cc, o.stream);
+  cocclResult_t r = cocclInternalError;
+  switch (o.kind) {
+    case Coll::AllReduce: r = cocclAllReduce(o.send, o.recv, o.count, dt, op, cc, o.stream); break;
+    case Coll::ReduceScatter:
+      r = cocclReduceScatter(o.send, o.recv, o.count, dt, op, cc, o.stream);
+      break;
+    case Coll::AllGather: r = cocclAllGather(o.send, o.recv, o.count, dt, cc, o.stream); break;
+    case Coll::Send: r = cocclSend(o.send, o.count, dt, o.peer, cc, o.stream); break;
+    case Coll::Recv: r = cocclRecv(o.recv, o.count, dt, o.peer, cc, o.stream); break;
+  }
   return fromCoccl(r, collName(o.kind));
 }
 
@@ -81,6 +94,10 @@ ncclResult_t runReal(const CollOp& o) {
       return fromReal(rl->ncclReduceScatter(o.send, o.recv, o.count, o.type, o.op, rc, o.stream));
     case Coll::AllGather:
       return fromReal(rl->ncclAllGather(o.send, o.recv, o.count, o.type, rc, o.stream));
+    case Coll::Send:
+      return fromReal(rl->ncclSend(o.send, o.count, o.type, o.peer, rc, o.stream));
+    case Coll::Recv:
+      return fromReal(rl->ncclRecv(o.recv, o.count, o.type, o.peer, rc, o.stream));
   }
   return ncclInternalError;
 }
@@ -139,12 +156,16 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
   SHIM_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, c->real, stream)
 }
 
+// Send and Recv: through coccl (cocclSend / cocclRecv) when its SENDRECV policy compresses the
+// message, else forwarded (ncclSend / ncclRecv of the real half).
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
          int peer, ncclComm_t comm, cudaStream_t stream) {
-  SHIM_FORWARD(ncclSend, sendbuff, count, datatype, peer, c->real, stream)
+  return collective(
+      {Coll::Send, sendbuff, nullptr, count, datatype, ncclSum, nullptr, stream, peer}, comm);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclComm_t comm, cudaStream_t stream) {
-  SHIM_FORWARD(ncclRecv, recvbuff, count, datatype, peer, c->real, stream)
+  return collective(
+      {Coll::Recv, nullptr, recvbuff, count, datatype, ncclSum, nullptr, stream, peer}, comm);
 }

@@ -79,11 +79,13 @@ ncclComm* usable(ncclComm_t comm, const char* fn, ncclResult_t* code) {
 
 // ---- creation --------------------------------------------------------------------------------
 ncclResult_t initCoccl(ncclComm* c, const cocclUniqueId& id) {
-  // The codec policy and its threshold are coccl's own (COCCL_CODEC*, COCCL_COMPRESS_MIN_BYTES,
-  // read by coccl): the config leaves them unset.
+  // The codec policy and its threshold are coccl's own (COCCL_POLICY, COCCL_CODEC*,
+  // COCCL_COMPRESS_MIN_BYTES, read by coccl): the config leaves them unset. The name (which the
+  // policy file's rules may match) is the ncclConfig_t's commName.
   cocclConfig_t cfg = COCCL_CONFIG_INITIALIZER;
   cfg.blocking = 1;
   cfg.commName = c->config.commName.empty() ? nullptr : c->config.commName.c_str();
+  if (c->worldRank >= 0) cfg.worldRank = c->worldRank;
   // The shim forwards every uncompressed operation to its own real NCCL communicator, so
   // coccl's device path needs no second one for them (COCCL_DEVICE_EXACT, README): coccl's
   // kernels stay the fallback, unless the user set the variable (coccl says whether).
@@ -240,6 +242,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     cs[i] = std::make_unique<ncclComm>();
     cs[i]->rank = i;
     cs[i]->nranks = ndev;
+    cs[i]->worldRank = i;  // one process, all its ranks: a launcher's RANK would be shared
     int dev = devlist ? devlist[i] : i;
     threads.emplace_back([&, i, dev] {
       rs[i] = setDevice(dev) ? initComm(cs[i].get(), id)

@@ -152,10 +152,17 @@ if want torch; then
   else
     note "import torch with the shim preloaded FAILED"; tail -5 "$out/torch_import.log"; status=1
   fi
-  for mode in passthrough compressed; do
-    codec=""; [ $mode = compressed ] && codec=$CODEC
-    if COCCL_CODEC=$codec timeout "$RUN_TIMEOUT" python3 "$here/torch_check.py" --shim "$COCCL_SHIM" \
-         --codec "${codec:-none}" >"$out/torch_${mode}.log" 2>&1; then
+  # policy: a COCCL_POLICY file compressing Send/Recv (the shim routes ncclSend / ncclRecv to
+  # coccl) and AllReduce / ReduceScatter / AllGather with $CODEC.
+  printf '{"rules": [{"collective": "sendrecv", "codec": "int8"}, {"codec": "%s"}]}\n' "$CODEC" \
+    >"$out/torch_policy.json"
+  for mode in passthrough compressed policy; do
+    codec=""; policy=""
+    [ $mode = compressed ] && codec=$CODEC
+    [ $mode = policy ] && policy=$out/torch_policy.json
+    if COCCL_CODEC=$codec COCCL_POLICY=$policy COCCL_DEBUG=${COCCL_DEBUG:-WARN} \
+         timeout "$RUN_TIMEOUT" python3 "$here/torch_check.py" --shim "$COCCL_SHIM" \
+         --codec "${codec:-${policy:+$CODEC}}" >"$out/torch_${mode}.log" 2>&1; then
       note "torch_check $mode: $(tail -1 "$out/torch_${mode}.log")"
     else
       note "torch_check $mode FAILED: $(tail -3 "$out/torch_${mode}.log" | tr '\n' ' ')"; status=1

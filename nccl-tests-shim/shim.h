@@ -80,6 +80,9 @@ struct ncclComm {
   ncclComm_t real = nullptr;
   int rank = -1, nranks = 0, cudaDev = -1;
   int cocclDev = -1;  // the coccl half's device; -1: it serves host buffers only
+  // The world rank the coccl half is created with (cocclConfig_t.worldRank): a split or shrink
+  // child's is its parent's (cocclCommWorldRanks); -1: coccl's default (the launcher's RANK...).
+  int worldRank = -1;
   shim::ConfigCopy config;
   std::atomic<int> asyncError{ncclSuccess};  // sticky error; ncclInProgress until init is done
   std::atomic<bool> ready{false};
@@ -148,7 +151,8 @@ bool inGroup();
 void deferInit(ncclComm* c, int device, std::function<ncclResult_t()> run);
 
 // ---- collectives -----------------------------------------------------------------------------
-enum class Coll { AllReduce, ReduceScatter, AllGather };
+// Send and Recv: `send` / `recv` is the buffer, `peer` the other end (the collectives: -1).
+enum class Coll { AllReduce, ReduceScatter, AllGather, Send, Recv };
 struct CollOp {
   Coll kind;
   const void* send;
@@ -158,6 +162,7 @@ struct CollOp {
   ncclRedOp_t op;
   ncclComm* comm;
   cudaStream_t stream;
+  int peer = -1;
 };
 ncclResult_t runCoccl(const CollOp& op);
 ncclResult_t runReal(const CollOp& op);

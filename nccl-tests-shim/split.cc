@@ -17,6 +17,15 @@ struct IdMsg {
   cocclUniqueId id;
 };
 
+// This rank's world rank in the parent (what the child's coccl half is created with, so that
+// the policy file's "members" and "stride" see world ranks, not the parent's ranks); -1 when
+// coccl cannot say.
+int parentWorldRank(const ncclComm* parent) {
+  std::vector<int> w(static_cast<size_t>(parent->nranks), -1);
+  if (cocclCommWorldRanks(parent->coccl, w.data(), parent->nranks) != cocclSuccess) return -1;
+  return w[static_cast<size_t>(parent->rank)];
+}
+
 // The real half of a split/shrink child (and nothing for a rank outside every child).
 ncclResult_t realChild(ncclComm* child, ncclResult_t r, const std::function<ncclResult_t(ncclComm_t*)>& call) {
   const Real* rl = real();
@@ -57,6 +66,7 @@ ncclResult_t splitImpl(ncclComm* parent, int color, int key, ncclComm* child) {
     child->nranks = static_cast<int>(members.size());
     child->rank = static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
     const IdMsg& lead = all[static_cast<size_t>(members[0])];
+    child->worldRank = parentWorldRank(parent);
     r = lead.status != cocclSuccess
             ? fail(static_cast<ncclResult_t>(lead.status), "ncclCommSplit: no unique id on rank %d",
                    members[0])
@@ -92,6 +102,7 @@ ncclResult_t shrinkImpl(ncclComm* parent, std::vector<int> exclude, int flags, n
     r = fromCoccl(cocclRecv(&msg, sizeof(msg), cocclUint8, members[0], parent->coccl, nullptr),
                   "ncclCommShrink");
   }
+  child->worldRank = parentWorldRank(parent);
   if (r == ncclSuccess)
     r = msg.status != cocclSuccess ? fail(static_cast<ncclResult_t>(msg.status),
                                           "ncclCommShrink: no unique id on rank %d", members[0])

@@ -93,6 +93,19 @@ def worker(rank, world, port, shim, tol_lossy, results):
         b = x.clone()
         dist.broadcast(b, src=1)
         check(f"broadcast {dtype}", b, xs[1].double(), False)
+    # point-to-point: a ring of send/recv (ncclSend / ncclRecv: through coccl when its policy
+    # compresses Send/Recv, COCCL_CODEC_SENDRECV or a COCCL_POLICY sendrecv rule; device buffers
+    # then run exact inside coccl, said once)
+    for dtype in (torch.float32, torch.bfloat16):
+        xs = [torch.randn(N, device=dev, generator=torch.Generator(device=dev).manual_seed(
+            2000 + r)).to(dtype) for r in range(world)]
+        got = torch.empty(N, device=dev, dtype=dtype)
+        ops = [dist.P2POp(dist.isend, xs[rank], (rank + 1) % world),
+               dist.P2POp(dist.irecv, got, (rank + world - 1) % world)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        errors[f"send/recv {dtype}"] = check(f"send/recv {dtype}", got,
+                                             xs[(rank + world - 1) % world].double(), lossy)
     dist.barrier()
     # a subgroup (split from the default communicator when PyTorch can)
     g = dist.new_group(ranks=list(range(world)))

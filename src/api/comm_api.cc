@@ -1,5 +1,8 @@
 // Communicator management at the C boundary.
+#include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -14,6 +17,25 @@
 using namespace coccl;
 
 namespace {
+
+// The launcher's world rank of this process: the first of RANK (torchrun, Megatron-LM's
+// launchers), OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (MPICH, Intel MPI), SLURM_PROCID (srun)
+// that holds a non-negative integer, read once; -1 when none does. These are the launchers'
+// variables, not coccl's, so they are not rows of the COCCL_* table.
+int launcherWorldRank() {
+  static const int rank = [] {
+    for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+      const char* v = std::getenv(var);
+      if (!v || !*v) continue;
+      char* end = nullptr;
+      errno = 0;
+      const long x = std::strtol(v, &end, 10);
+      if (errno == 0 && *end == '\0' && x >= 0 && x <= INT32_MAX) return static_cast<int>(x);
+    }
+    return -1;
+  }();
+  return rank;
+}
 
 // Applies the config (read as NCCL reads its own: `size` bytes over the defaults) and the
 // environment to a CommConfig.
@@ -65,6 +87,13 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   c.deviceBlocks = e.deviceBlocks;
   c.deviceStagingBytes = e.deviceStagingBytes;
   if (cfg.commName) c.name = cfg.commName;
+  if (cfg.worldRank != COCCL_CONFIG_UNDEF_INT) {
+    COCCL_CHECK_ARG(cfg.worldRank >= 0, "worldRank %d (config) must be >= 0", cfg.worldRank);
+    c.worldRank = cfg.worldRank;
+  } else {
+    c.worldRank = launcherWorldRank();
+  }
+  c.policy.file = cfg.policy ? std::string(cfg.policy) : e.policy;
   auto pick = [](const char* fromCfg, const std::string& fromEnv) {
     return fromCfg ? std::string(fromCfg) : fromEnv;
   };

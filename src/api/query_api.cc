@@ -1,8 +1,10 @@
 // Queries at the C boundary: the communicator's codec choice for a call (its own CodecPolicy,
 // the one the collectives use) and the values of coccl's environment rows.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "api/api_internal.h"
 #include "core/dtype.h"
@@ -59,6 +61,18 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
     if (codecName) copyOut(codec ? codec->spec() : std::string("none"), codecName, codecNameLen,
                            "the codec name");
     *compressed = codec ? 1 : 0;
+  });
+}
+
+COCCL_API cocclResult_t cocclCommWorldRanks(cocclComm_t comm, int* worldRanks, int nranks) {
+  return guarded(nullptr, "cocclCommWorldRanks", [&] {
+    COCCL_CHECK_ARG(comm && worldRanks, "comm or worldRanks is NULL");
+    checkLiveComm(comm);
+    COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
+    const std::vector<int>& w = comm->impl->worldRanks();
+    COCCL_CHECK_ARG(nranks == static_cast<int>(w.size()),
+                    "nranks %d is not the communicator's size %zu", nranks, w.size());
+    std::copy(w.begin(), w.end(), worldRanks);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "codecs/abi/registry.h"
 #include "collectives/device_executors.h"
+#include "collectives/policy_init.h"
 #include "core/agree.h"
 #include "collectives/host/host_executor.h"
 #include "core/error.h"
@@ -42,7 +43,7 @@ MemKind kindOf(const CollRequest& r, int me) {
 // Every rank must have loaded the same codec plug-ins (COCCL_CODEC_PLUGIN) before any spec is
 // parsed: a load failure on any rank, or different codecs or format versions, fail init on
 // every rank with the same message.
-const PolicyConfig& agreeOnCodecs(CommContext& ctx, const PolicyConfig& policy) {
+void agreeOnCodecs(CommContext& ctx) {
   const std::string failure = loadEnvCodecPlugins();
   std::string why = agree(ctx.bootstrap(), failure);
   if (!why.empty()) COCCL_THROW(cocclInvalidArgument, "codec plug-ins: %s", why.c_str());
@@ -65,14 +66,19 @@ const PolicyConfig& agreeOnCodecs(CommContext& ctx, const PolicyConfig& policy) 
                   "codec plug-ins: the ranks registered different codecs (COCCL_CODEC_PLUGIN "
                   "must load the same plug-ins everywhere): rank 0 has %s; rank %d has %s",
                   at(0).c_str(), r, at(r).c_str());
-  return policy;
+}
+
+// The plug-ins first (the policy's specs may name theirs), then the policy.
+CodecPolicy initPolicy(CommContext& ctx) {
+  agreeOnCodecs(ctx);
+  return resolvePolicy(ctx);
 }
 
 }  // namespace
 
 Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
                            const CommConfig& cfg)
-    : ctx_(handle, rank, nranks, cfg), policy_(agreeOnCodecs(ctx_, cfg.policy)) {
+    : ctx_(handle, rank, nranks, cfg), policy_(initPolicy(ctx_)) {
   executors_.push_back(std::make_unique<HostExecutor>(ctx_));
   DeviceExecutors dev = probeDeviceExecutors(ctx_);
   deviceOff_ = dev.list.empty() ? dev.reason : "";
@@ -159,16 +165,15 @@ void Communicator::beginStats(size_t logicalBytes, const Codec* codec) {
 
 void Communicator::run(CollRequest r) {
   const size_t bytes = logicalBytes(r, nranks());
-  const bool forced = r.codec != nullptr;
+  CodecPolicy::Choice choice;
   if (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather)
-    r.codec = policy_.select(r.coll, r.dt, r.op, bytes, r.codec);
-  else
-    r.codec = nullptr;
-  r.interCodec = r.codec && !forced ? policy_.interFor(r.coll) : nullptr;
+    choice = policy_.choose(r.coll, r.dt, r.op, bytes, r.codec);
+  r.codec = choice.codec;
+  r.interCodec = choice.inter;
   r.mem = kindOf(r, rank());
   Executor& x = route(r);
   beginStats(bytes, r.codec);
-  if (r.interCodec) stats_.codec = policy_.hierName(r.coll).c_str();
+  if (r.interCodec) stats_.codec = choice.name;
   x.run(r, stats_);
   totals_[static_cast<int>(r.coll)].add(stats_);
 }

@@ -38,6 +38,8 @@ class Communicator {
   int nranks() const { return ctx_.nranks(); }
   const CommConfig& config() const { return ctx_.config(); }
   const CodecPolicy& policy() const { return policy_; }
+  // worldRanks()[r]: the world rank of rank r (exchanged at init; collectives/policy_init.h).
+  const std::vector<int>& worldRanks() const { return policy_.worldRanks(); }
   CommContext& context() { return ctx_; }
   const CollStats& stats() const { return stats_; }
   // The CUDA device of this rank's device executors, -1 when there are none (cocclCommCuDevice).

@@ -1,22 +1,26 @@
-// Which codec a collective call uses. Compression applies to AllReduce and ReduceScatter with
-// SUM or AVG, and AllGather and Send/Recv, on fp32/fp16/bf16, at or above compressMinBytes of
-// input; every other op, type or size takes the exact path (never a silently different op).
-// Send and Recv share one entry (SENDRECV: codecSendRecv, which does not fall back to the
-// default `codec`: lossy point-to-point is asked for by name), so that both ends of a message
-// decide alike; the op is not looked at.
+// Which codec a collective call uses: a communicator's codec policy, resolved once at init.
+// Compression applies to AllReduce and ReduceScatter with SUM or AVG, and AllGather and
+// Send/Recv, on the types the codec encodes (fp32/fp16/bf16), at or above the threshold of the
+// entry that decides the call; every other op, type or size takes the exact path (never a
+// silently different op). Send and Recv share one entry (SENDRECV) so that both ends of a
+// message decide alike; the op is not looked at.
 //
-// A policy spec is a codec spec ("int8", "fp8_ash_ds:block=64", a plug-in's name...) or a
-// two-level spec "hier:intra=CODEC,inter=CODEC" (codec names with their default parameters;
-// SDP4Bit's scheme, e.g. hier:intra=int8,inter=int4) for AllReduce and ReduceScatter: inside a
-// node the intra codec, between nodes the inter codec, each level quantised once
-// (collectives/host/hierarchical.cc; nodes: CommContext::ranksPerNode()).
+// The policy is an ordered list of rules (policy_file.h): first the rules of the policy file
+// (COCCL_POLICY / cocclConfig_t.policy) whose communicator fields match this communicator, in
+// file order, then the default rule, one entry per collective from COCCL_CODEC* / the config's
+// codec fields (codecSendRecv does not fall back to the default `codec`: lossy point-to-point
+// is asked for by name) with COCCL_COMPRESS_MIN_BYTES. The first rule whose collective, type
+// and byte range match a call decides it. Entries: policy_entry.h.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "codecs/codec.h"
 #include "coccl.h"
+#include "collectives/policy_entry.h"
+#include "collectives/policy_file.h"
 #include "collectives/request.h"
 #include "comm/config.h"
 
@@ -28,32 +32,46 @@ using CollKind = Coll;
 
 class CodecPolicy {
  public:
-  // Parses every spec up front (throws cocclInvalidArgument naming the bad spec).
+  // The default rule alone. Parses every spec up front (throws cocclInvalidArgument naming the
+  // bad spec).
   explicit CodecPolicy(const PolicyConfig& cfg);
+  // The rules of `file` that match `comm` (file may be null), then the default rule. Throws
+  // cocclInvalidArgument as PolicyRule::matchesComm does.
+  CodecPolicy(const PolicyConfig& cfg, const PolicyFile* file, const CommFacts& comm);
 
-  // The codec for this call, or nullptr for the exact path. `forced` (per-call choice) wins
-  // over the policy, the size threshold and the size check, but not over type/op support. The
-  // policy's codec is skipped where its payload would not be smaller than the input. For a
-  // two-level policy entry this is the intra-node codec; interFor() gives the other.
+  struct Choice {
+    const Codec* codec = nullptr;  // nullptr: exact
+    const Codec* inter = nullptr;  // a two-level entry's inter-node codec
+    const char* name = "none";     // what the statistics show: the codec's name or the hier spec
+  };
+  // The codec for this call. `bytes`: the whole message (logicalBytes of the request: all
+  // ranks' blocks for ReduceScatter and AllGather). `forced` (per-call choice) wins over the
+  // policy, the size threshold and the size check, but not over type/op support. The deciding
+  // entry's codec is skipped where its payload would not be smaller than the input.
+  Choice choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
+                const Codec* forced) const;
   const Codec* select(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
-                      const Codec* forced) const;
-  const Codec* codecFor(CollKind kind) const;
-  // The inter-node codec of a two-level entry ("hier:"), else nullptr.
-  const Codec* interFor(CollKind kind) const;
-  // "hier:intra=...,inter=..." of a two-level entry (for the statistics), else "".
-  const std::string& hierName(CollKind kind) const;
+                      const Codec* forced) const {
+    return choose(kind, dt, op, bytes, forced).codec;
+  }
   static bool compressible(const Codec* c, CollKind kind, cocclDataType_t dt, cocclRedOp_t op);
 
+  // The resolved policy, one line per rule (the same text on every rank of a communicator: it
+  // is what init agrees on and what COCCL_DEBUG=INFO prints):
+  //   "policy file PATH line L: allreduce dtype bfloat16 bytes [1M, inf): fp8_ash_ds from 64K"
+  //   "default: allreduce none from 64K" ...
+  std::vector<std::string> describe() const;
+  // The members' world ranks the policy was resolved for (CommFacts::worldRanks).
+  const std::vector<int>& worldRanks() const { return worldRanks_; }
+
  private:
-  struct Entry {
-    CodecPtr codec;  // the codec, or the intra-node codec of a two-level entry
-    CodecPtr inter;  // two-level: the inter-node codec
-    std::string hier;
+  struct Rule {
+    std::string source;  // "policy file PATH line L" or "default"
+    PolicyRule match;    // its call fields (and, for the default, colls only)
+    int64_t minBytes;
   };
-  static Entry parse(const std::string& spec, CollKind kind);
-  const Entry& entry(CollKind kind) const;
-  Entry allReduce_, reduceScatter_, allGather_, sendRecv_, none_;
-  int64_t minBytes_;
+  std::vector<Rule> rules_;
+  std::vector<int> worldRanks_;
 };
 
 }  // namespace coccl

@@ -17,6 +17,9 @@ struct PolicyConfig {
   std::string codecAllReduce, codecReduceScatter, codecAllGather;  // "" = use codec
   std::string codecSendRecv;  // "" = none (does not inherit `codec`)
   int64_t compressMinBytes = env_default::compressMinBytes;
+  // A policy file whose rules come before these entries (cocclConfig_t.policy, else
+  // COCCL_POLICY; "": none). Read at init (collectives/policy_init.h).
+  std::string file;
 };
 
 struct CommConfig {
@@ -27,7 +30,11 @@ struct CommConfig {
   // Ranks per node of the two-level codecs (COCCL_RANKS_PER_NODE; 0: from the hosts). Resolved
   // by CommContext::ranksPerNode().
   int64_t ranksPerNode = env_default::ranksPerNode;
-  std::string name;
+  std::string name;  // cocclConfig_t.commName ("" when not given)
+  // This rank's world rank (cocclConfig_t.worldRank, else the launcher's RANK,
+  // OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; -1: none of them, then its rank in this
+  // communicator). Exchanged at init for the policy's members and stride.
+  int worldRank = -1;
   PolicyConfig policy;
   // Device executors (COCCL_DEVICE_*; every rank must pass the same values).
   std::string deviceTransport = env_default::deviceTransport;  // auto | cuda_ipc | nccl

@@ -32,6 +32,7 @@ struct Env {
   std::string codecAllGather;  // COCCL_CODEC_ALLGATHER
   std::string codecSendRecv;   // COCCL_CODEC_SENDRECV
   std::string codecPlugin;     // COCCL_CODEC_PLUGIN
+  std::string policy;          // COCCL_POLICY (a policy file's path)
   int64_t compressMinBytes;    // COCCL_COMPRESS_MIN_BYTES
   int64_t chunkBytes;          // COCCL_CHUNK_BYTES
   std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring)

@@ -46,6 +46,8 @@ void expectEveryCallRejects(cocclComm_t dead) {
   EXPECT_EQ(cocclCommQueryCodec(dead, cocclCollAllReduce, 4, cocclFloat32, cocclSum, &compressed,
                                 nullptr, 0),
             cocclInvalidArgument);
+  int world[1];
+  EXPECT_EQ(cocclCommWorldRanks(dead, world, 1), cocclInvalidArgument);
   // Twice freed: an error, never a hang or a crash.
   EXPECT_EQ(cocclCommDestroy(dead), cocclInvalidArgument);
   EXPECT_TRUE(saysNotLive()) << cocclGetLastError(nullptr);

@@ -77,3 +77,23 @@ write("fuzz_bootstrap_wire", "reply_rejected", bytes([3]) + m + bytes([3, 1]) + 
 write("fuzz_bootstrap_wire", "addr_v4", bytes([4]) + struct.pack("<HH4s", 2, 0x5000, bytes([10, 0, 0, 1])) + bytes(24) + bytes([1]))
 write("fuzz_bootstrap_wire", "addr_v6", bytes([4]) + struct.pack("<HH", 10, 0x5000) + bytes(4) + bytes(range(16)) + bytes(4) + bytes([0, 1]))
 write("fuzz_bootstrap_wire", "addr_garbage", bytes([4]) + bytes(random.randint(0, 255) for _ in range(40)))
+
+# fuzz_policy_file: policy files, good and bad (docs/policy.md).
+with open(os.path.join(HERE, "..", "..", "perf", "policy", "3d-training.json"), "rb") as f:
+    write("fuzz_policy_file", "3d_training", f.read())
+policies = {
+    "minimal": '{"rules": []}',
+    "every_field": '{"rules": [{"name": "tp*", "nranks": 8, "stride": 1, "members": [0,1,2,3,4,5,6,7],\n'
+                   '"collective": ["allreduce", "allgather"], "dtype": ["bf16", "half"],\n'
+                   '"bytes": {"from": "64K", "below": 1073741824}, "codec": "fp8_ash_ds", "min_bytes": "1M"}]}',
+    "hier": '{"rules": [{"collective": "reducescatter", "codec": "hier:intra=int8,inter=fp8_ash_ds"}]}',
+    "sendrecv": '// comment\n{"rules": [{"collective": "sendrecv", "codec": "int8:block=64"}, /* c */ {"codec": "none"}]}',
+    "shadowed": '{"rules": [{"codec": "none"}, {"collective": "allreduce", "codec": "int8"}]}',
+    "syntax": '{"rules": [{"codec": "int8",}]}',
+    "unknown_key": '{"rules": [{"colective": "allreduce", "codec": "int8"}]}',
+    "dup_key": '{"rules": [{"codec": "int8", "codec": "none"}]}',
+    "bad_bytes": '{"rules": [{"bytes": {"from": "1M", "below": "64K"}, "codec": "int8"}]}',
+    "deep": '[' * 40,
+}
+for name, text in policies.items():
+    write("fuzz_policy_file", name, text.encode())

@@ -16,6 +16,7 @@ void runOne(int rank, int n, const cocclUniqueId& id, const RunOptions& opts,
             const std::function<void(Rank&)>& body) {
   Rank r{rank, n, nullptr};
   cocclConfig_t cfg = opts.config;
+  if (opts.configure) opts.configure(rank, &cfg);
   cocclResult_t res = cocclCommInitRankConfig(&r.comm, n, id, rank, &cfg);
   if (opts.initCheck) {
     const char* e = cocclGetLastError(res == cocclSuccess ? r.comm : nullptr);

@@ -32,6 +32,9 @@ struct RunOptions {
   // When set, init's result and cocclGetLastError text go here instead of a success assertion,
   // and the body runs only if init succeeded (tests of init failures).
   std::function<void(int rank, cocclResult_t res, const std::string& lastError)> initCheck;
+  // When set, called on each rank's copy of `config` before its init (per-rank fields such as
+  // worldRank or the policy file).
+  std::function<void(int rank, cocclConfig_t* config)> configure;
 };
 
 // Runs body(rank) on n ranks. Failures inside the body are gtest failures.

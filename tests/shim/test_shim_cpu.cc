@@ -5,6 +5,8 @@
 //   RealNccl.*    COCCL_NCCL_LIBRARY=<a real libnccl.so.2>: version forwarded; creating a
 //                 communicator without a GPU fails with a clean error and a message.
 //   MissingNccl.* COCCL_NCCL_LIBRARY=/nonexistent: ncclSystemError with a message.
+//   Policy.*      COCCL_SHIM_NO_NCCL=1 COCCL_POLICY=policy_split_groups.json: Send/Recv and
+//                 split communicators compressed or forwarded as the policy file says.
 #include <atomic>
 
 #include "shim_test_util.h"
@@ -219,6 +221,66 @@ TEST(NoNccl, SplitAndShrink) {
       EXPECT_NEAR(y[0], 2.f, 0.1f);
       EXPECT_EQ(a.ncclCommDestroy(shrunk), ncclSuccess);
     }
+  });
+}
+
+// ---- COCCL_SHIM_NO_NCCL=1, COCCL_POLICY=policy_split_groups.json -----------------------------
+// Which calls the shim hands coccl is the policy's choice per communicator: a call coccl does
+// not compress is forwarded, and forwarded calls fail here (no real NCCL), so success tells
+// that coccl ran it.
+namespace {
+bool launcherRankSet() {
+  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (getenv(v) && *getenv(v)) return true;
+  return false;
+}
+
+// A ring exchange of kCount floats in one group: rank r sends to r+1 and receives from r-1.
+ncclResult_t ring(ncclComm_t comm, int r, int n, std::vector<float>* got) {
+  const Api& a = api();
+  std::vector<float> mine = input(r, kCount);
+  got->assign(kCount, 0.f);
+  if (a.ncclGroupStart() != ncclSuccess) return ncclInternalError;
+  ncclResult_t s = a.ncclSend(mine.data(), kCount, ncclFloat32, (r + 1) % n, comm, nullptr);
+  ncclResult_t v = a.ncclRecv(got->data(), kCount, ncclFloat32, (r + n - 1) % n, comm, nullptr);
+  ncclResult_t e = a.ncclGroupEnd();
+  return s != ncclSuccess ? s : v != ncclSuccess ? v : e;
+}
+}  // namespace
+
+TEST(Policy, SendRecvAndSplitGroupsFollowThePolicyFile) {
+  if (launcherRankSet()) GTEST_SKIP() << "a launcher's RANK is set: the threads share it";
+  const int n = 4;
+  runRanks(n, [&](int r, ncclComm_t world) {
+    const Api& a = api();
+    // The world communicator has no name: its Send/Recv are not compressed, so forwarded.
+    std::vector<float> got;
+    EXPECT_EQ(ring(world, r, n, &got), ncclInvalidUsage);
+    // A split named "pp0": the pp* rule compresses Send/Recv (int8), through cocclSend/Recv.
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.commName = "pp0";
+    ncclComm_t pp = nullptr;
+    ASSERT_EQ(a.ncclCommSplit(world, 0, r, &pp, &cfg), ncclSuccess) << lastError();
+    ASSERT_EQ(ring(pp, r, n, &got), ncclSuccess) << lastError();
+    const std::vector<float> want = input((r + n - 1) % n, kCount);
+    EXPECT_LT(relL2(got, std::vector<double>(want.begin(), want.end())), 0.02);
+    // Below the rule's min_bytes (1 KiB): forwarded.
+    std::vector<float> small(16, 1.f);
+    EXPECT_EQ(a.ncclSend(small.data(), 16, ncclFloat32, (r + 1) % n, pp, nullptr),
+              ncclInvalidUsage);
+    EXPECT_EQ(a.ncclCommDestroy(pp), ncclSuccess);
+    // Pairs: both have new ranks 0 and 1; only their members' world ranks tell them apart.
+    std::vector<float> x(kCount, float(r + 1)), y(kCount, 0.f);
+    ncclComm_t dp = nullptr, tp = nullptr;
+    ASSERT_EQ(a.ncclCommSplit(world, r % 2, r, &dp, nullptr), ncclSuccess) << lastError();
+    ASSERT_EQ(a.ncclAllReduce(x.data(), y.data(), kCount, ncclFloat32, ncclSum, dp, nullptr),
+              ncclSuccess) << lastError();
+    EXPECT_NEAR(y[0], float(r % 2 == 0 ? 1 + 3 : 2 + 4), 0.1f);
+    ASSERT_EQ(a.ncclCommSplit(world, r / 2, r, &tp, nullptr), ncclSuccess) << lastError();
+    EXPECT_EQ(a.ncclAllReduce(x.data(), y.data(), kCount, ncclFloat32, ncclSum, tp, nullptr),
+              ncclInvalidUsage);
+    EXPECT_EQ(a.ncclCommDestroy(dp), ncclSuccess);
+    EXPECT_EQ(a.ncclCommDestroy(tp), ncclSuccess);
   });
 }
 

@@ -1,0 +1,205 @@
+// The policy file parser (src/collectives/policy_file.h, policy_json.h): what a good file
+// becomes, and every documented error with its message (file and line).
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "collectives/policy_file.h"
+#include "core/error.h"
+
+using namespace coccl;
+
+namespace {
+
+// The message parsePolicyText throws for `text` ("" when it parses), checking the code.
+std::string errorOf(const std::string& text) {
+  try {
+    parsePolicyText(text, "p.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), cocclInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_ERROR(text, says)                                                     \
+  do {                                                                               \
+    const std::string got_ = errorOf(text);                                          \
+    EXPECT_NE(got_.find(says), std::string::npos) << "got: " << got_;                 \
+  } while (0)
+
+}  // namespace
+
+TEST(PolicyFile, ParsesEveryField) {
+  const PolicyFile f = parsePolicyText(R"({
+  // comments are allowed
+  "rules": [
+    {"name": "tp*", "nranks": 8, "stride": 1, "collective": ["allreduce", "allgather"],
+     "dtype": ["bf16", "half"], "bytes": {"from": "64K", "below": 1073741824},
+     "codec": "fp8_ash_ds", "min_bytes": "1M"},
+    {"members": [12, 4, 8, 0], "collective": "reducescatter", "codec": "hier:intra=int8,inter=fp8_ash_ds"},
+    /* point-to-point by name */
+    {"collective": "sendrecv", "codec": "int8:block=64"},
+    {"dtype": "float", "codec": "none"}
+  ]
+})", "p.json");
+  ASSERT_EQ(f.rules.size(), 4u);
+  const PolicyRule& a = f.rules[0];
+  EXPECT_EQ(a.line, 4);
+  EXPECT_TRUE(a.hasName);
+  EXPECT_EQ(a.name, "tp*");
+  EXPECT_EQ(a.nranks, 8);
+  EXPECT_EQ(a.stride, 1);
+  EXPECT_EQ(a.colls, unsigned(kPolicyAllReduce | kPolicyAllGather));
+  EXPECT_EQ(a.dtypes, (1u << cocclBfloat16) | (1u << cocclFloat16));
+  EXPECT_EQ(a.bytesFrom, 65536u);
+  EXPECT_EQ(a.bytesBelow, 1073741824u);
+  EXPECT_EQ(a.minBytes, 1 << 20);
+  EXPECT_EQ(a.entry.spec().rfind("fp8_ash_ds:block=128,", 0), 0u) << a.entry.spec();
+  EXPECT_EQ(a.callText(), "allreduce,allgather dtype half,bfloat16 bytes [64K, 1G)");
+  const PolicyRule& b = f.rules[1];
+  EXPECT_EQ(b.line, 7);
+  EXPECT_EQ(b.members, (std::vector<int>{0, 4, 8, 12}));
+  EXPECT_EQ(b.colls, unsigned(kPolicyReduceScatter));
+  EXPECT_EQ(b.minBytes, -1);
+  EXPECT_NE(b.entry.inter, nullptr);
+  EXPECT_EQ(b.entry.spec().rfind("hier:intra=int8", 0), 0u) << b.entry.spec();
+  EXPECT_EQ(f.rules[2].colls, unsigned(kPolicySendRecv));
+  EXPECT_EQ(f.rules[2].line, 9);
+  // No "collective": the three collectives, not Send/Recv.
+  EXPECT_EQ(f.rules[3].colls, unsigned(kPolicyCollectives));
+  EXPECT_EQ(f.rules[3].entry.codec, nullptr);
+  EXPECT_EQ(f.rules[3].dtypes, 1u << cocclFloat32);
+}
+
+TEST(PolicyFile, EmptyRuleListIsValid) {
+  EXPECT_TRUE(parsePolicyText(R"({"rules": []})", "p.json").rules.empty());
+}
+
+TEST(PolicyFile, UnreadableFile) {
+  EXPECT_THROW(loadPolicyFile("/nonexistent/policy.json"), Error);
+  try {
+    loadPolicyFile("/nonexistent/policy.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), cocclInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("policy file '/nonexistent/policy.json': cannot read it"),
+              std::string::npos) << e.what();
+  }
+  try {
+    loadPolicyFile("/");  // a directory
+    ADD_FAILURE() << "a directory parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("policy file '/'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PolicyFile, ReadsAFile) {
+  char path[] = "/tmp/coccl_policy_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "{\"rules\": [\n  {\"codec\": \"int9\"}\n]}\n";
+  try {
+    loadPolicyFile(path);
+    ADD_FAILURE() << "parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string("policy file '") + path + "' line 2: "),
+              std::string::npos) << e.what();
+  }
+  unlink(path);
+}
+
+TEST(PolicyFile, JsonSyntaxNamesLineAndColumn) {
+  EXPECT_ERROR("{\"rules\": [\n  {\"codec\": \"int8\",}\n]}", "policy file 'p.json' line 2, column 20: syntax error");
+  EXPECT_ERROR("{\"rules\": [\n\n  {\"codec\" \"int8\"}]}", "line 3, column");
+  EXPECT_ERROR("", "policy file 'p.json' line 1, column 1");
+  EXPECT_ERROR("{\"rules\": []} trailing", "line 1, column");
+  EXPECT_ERROR("{\"rules\": [{\"codec\": \"int8\"}]", "syntax error");
+}
+
+TEST(PolicyFile, DuplicateKey) {
+  EXPECT_ERROR("{\"rules\": [\n {\"codec\": \"int8\",\n  \"codec\": \"none\"}]}",
+               "line 3: duplicate key \"codec\" (first on line 2)");
+}
+
+TEST(PolicyFile, TooDeep) {
+  EXPECT_ERROR(std::string(40, '[') + std::string(40, ']'), "nested deeper than 32");
+}
+
+TEST(PolicyFile, TopLevel) {
+  EXPECT_ERROR("[]", "line 1: the file must be an object");
+  EXPECT_ERROR("{}", "line 1: the file has no \"rules\" list");
+  EXPECT_ERROR("{\n\"rules\": [],\n\"rulez\": 1}", "line 3: unknown key \"rulez\" (the file takes rules)");
+  EXPECT_ERROR("{\"rules\": {}}", "rules must be a list, not an object");
+  EXPECT_ERROR("{\"rules\": [\n 7]}", "line 2: a rule must be an object, not an integer");
+}
+
+TEST(PolicyFile, UnknownKey) {
+  EXPECT_ERROR("{\"rules\": [\n {\"codec\": \"int8\",\n  \"colective\": \"allreduce\"}]}",
+               "policy file 'p.json' line 3: unknown key \"colective\" (a rule takes name, nranks");
+  EXPECT_ERROR("{\"rules\": [{\"codec\": \"int8\", \"bytes\": {\n\"to\": 5}}]}",
+               "line 2: unknown key \"to\" in bytes (it takes from, below)");
+}
+
+TEST(PolicyFile, WrongTypes) {
+  auto rule = [](const std::string& body) { return "{\"rules\": [\n{\"codec\": \"int8\",\n" + body + "}]}"; };
+  EXPECT_ERROR(rule("\"nranks\": \"8\""), "line 3: nranks must be an integer, not a string");
+  EXPECT_ERROR(rule("\"nranks\": 0"), "line 3: nranks must be in 1..");
+  EXPECT_ERROR(rule("\"stride\": 1.5"), "line 3: stride must be an integer, not a number");
+  EXPECT_ERROR(rule("\"name\": 3"), "line 3: name must be a string, not an integer");
+  EXPECT_ERROR(rule("\"members\": 3"), "line 3: members must be a list of world ranks");
+  EXPECT_ERROR(rule("\"members\": [0, -1]"), "line 3: a member must be in 0..");
+  EXPECT_ERROR(rule("\"members\": [0, 1, 0]"), "members lists world rank 0 twice");
+  EXPECT_ERROR(rule("\"collective\": \"alltoall\""),
+               "line 3: unknown collective \"alltoall\" (one of allreduce, reducescatter, allgather, sendrecv)");
+  EXPECT_ERROR(rule("\"collective\": [\"allreduce\", 2]"), "line 3: collective lists an integer");
+  EXPECT_ERROR(rule("\"collective\": true"), "collective must be a string or a list of strings, not a boolean");
+  EXPECT_ERROR(rule("\"dtype\": \"float128\""), "line 3: unknown dtype \"float128\"");
+  EXPECT_ERROR(rule("\"bytes\": 5"), "line 3: bytes must be an object");
+  EXPECT_ERROR(rule("\"bytes\": {\"from\": -1}"), "bytes.from must be >= 0, not -1");
+  EXPECT_ERROR(rule("\"bytes\": {\"from\": \"64Q\"}"), "bytes.from \"64Q\" is not a byte count");
+  EXPECT_ERROR(rule("\"min_bytes\": null"), "min_bytes must be a byte count");
+  EXPECT_ERROR("{\"rules\": [\n{\"codec\": 8}]}", "line 2: codec must be a codec spec string, not an integer");
+  EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allreduce\"}]}", "line 2: the rule has no \"codec\"");
+}
+
+TEST(PolicyFile, BadCodecSpecGivesTheSpecParsersMessage) {
+  // The spec parser's own message follows the line.
+  EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allreduce\",\n \"codec\": \"int8:blok=64\"}]}",
+               "policy file 'p.json' line 3: codec spec");
+  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"nosuchcodec\"}]}", "nosuchcodec");
+  // hier: is for the reductions.
+  EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allgather\", \"codec\": \"hier:intra=int8,inter=int8\"}]}",
+               "line 2: codec spec 'hier:intra=int8,inter=int8': two-level (hier:) specs are for AllReduce and ReduceScatter");
+  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"hier:intra=int8,inter=int8\"}]}", "two-level");
+}
+
+TEST(PolicyFile, RulesThatCanNeverMatch) {
+  auto rule = [](const std::string& body) { return "{\"rules\": [\n{\"codec\": \"int8\",\n" + body + "}]}"; };
+  EXPECT_ERROR(rule("\"collective\": []"), "line 3: this rule can never match: collective is an empty list");
+  EXPECT_ERROR(rule("\"dtype\": []"), "this rule can never match: dtype is an empty list");
+  EXPECT_ERROR(rule("\"members\": []"), "this rule can never match: members is an empty list");
+  EXPECT_ERROR(rule("\"bytes\": {\"from\": \"1M\", \"below\": \"1M\"}"),
+               "line 3: this rule can never match: bytes from 1M is not below 1M");
+  EXPECT_ERROR(rule("\"members\": [0, 1], \"nranks\": 4"),
+               "line 2: this rule can never match: 2 members but nranks 4");
+  EXPECT_ERROR(rule("\"members\": [0, 2, 3], \"stride\": 2"),
+               "this rule can never match: members 2 and 3 are not stride 2 apart");
+  EXPECT_ERROR(rule("\"dtype\": [\"int32\", \"double\"]"),
+               "line 2: codec int8:block=128,rotate=auto encodes none of the rule's types");
+  EXPECT_ERROR(rule("\"bytes\": {\"below\": \"1M\"}, \"min_bytes\": \"1M\""),
+               "line 2: min_bytes 1M is not below bytes.below 1M");
+  // Shadowed by an earlier rule.
+  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"none\"},\n{\"collective\": \"allreduce\", \"codec\": \"int8\"}]}",
+               "line 3: this rule can never match: the rule on line 2 takes every call it would");
+  EXPECT_ERROR("{\"rules\": [\n{\"name\": \"tp\", \"bytes\": {\"from\": 0, \"below\": \"1G\"}, \"codec\": \"none\"},\n"
+               "{\"name\": \"tp\", \"nranks\": 8, \"bytes\": {\"from\": \"1M\", \"below\": \"2M\"}, \"codec\": \"int8\"}]}",
+               "line 3: this rule can never match: the rule on line 2");
+  // Not shadowed: another name, a wider range, Send/Recv after a rule without "collective".
+  EXPECT_EQ(errorOf("{\"rules\": [{\"name\": \"tp\", \"codec\": \"none\"}, {\"name\": \"dp\", \"codec\": \"int8\"},"
+                    "{\"codec\": \"none\"}, {\"collective\": \"sendrecv\", \"codec\": \"int8\"}]}"),
+            "");
+}
