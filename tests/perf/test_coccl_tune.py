@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Unit tests of perf/scripts/coccl_tune.py's choice and rule building (ctest coccl_tune_unit)."""
+import json
+import os
+import re
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../perf/scripts"))
+import coccl_tune as t  # noqa: E402
+
+
+def table(rows, codec="none"):
+    return {"codec": codec, "nranks": 4, "collective": "all_reduce", "rows": rows}
+
+
+class Choose(unittest.TestCase):
+    def test_margin_and_fastest(self):
+        exact = table({("bfloat16", 1024): 10.0, ("bfloat16", 2048): 10.0, ("bfloat16", 4096): 10.0})
+        a = table({("bfloat16", 1024): 9.8, ("bfloat16", 2048): 8.0, ("bfloat16", 4096): 7.0}, "int8")
+        b = table({("bfloat16", 1024): 9.0, ("bfloat16", 2048): 9.0, ("bfloat16", 4096): 5.0}, "q")
+        got = t.choose(exact, [a, b], 1.05)
+        # 1024: int8 within the margin, q 10% faster; 2048: int8; 4096: q
+        self.assertEqual(got, {("bfloat16", 1024): "q", ("bfloat16", 2048): "int8",
+                               ("bfloat16", 4096): "q"})
+        self.assertEqual(t.choose(exact, [a], 1.5)[("bfloat16", 4096)], "none")
+
+    def test_missing_size_stays_exact(self):
+        exact = table({("float", 8): 1.0})
+        self.assertEqual(t.choose(exact, [table({}, "int8")], 1.0), {("float", 8): "none"})
+
+
+class Rules(unittest.TestCase):
+    def test_ranges_cover_every_size_once(self):
+        choice = {("bfloat16", s): c for s, c in
+                  [(1024, "none"), (2048, "none"), (4096, "int8"), (8192, "int8"), (16384, "none")]}
+        rules = t.rules("all_reduce", 2, choice)
+        self.assertEqual([r["codec"] for r in rules], ["none", "int8", "none"])
+        self.assertEqual([r.get("bytes") for r in rules],
+                         [{"below": 4096}, {"from": 4096, "below": 16384}, {"from": 16384}])
+        for r in rules:
+            self.assertEqual((r["nranks"], r["collective"], r["dtype"]), (2, "allreduce", "bf16"))
+        # every size from 1 to 1 GiB is decided by exactly one rule
+        for s in [1, 1023, 4095, 4096, 16383, 16384, 1 << 30]:
+            hits = [r for r in rules if r.get("bytes", {}).get("from", 0) <= s <
+                    r.get("bytes", {}).get("below", 1 << 62)]
+            self.assertEqual(len(hits), 1, s)
+
+    def test_compressing_from_the_smallest_size_keeps_smaller_exact(self):
+        rules = t.rules("reduce_scatter", 4, {("float", 65536): "int8"})
+        self.assertEqual([(r["codec"], r.get("bytes")) for r in rules],
+                         [("none", {"below": 65536}), ("int8", {"from": 65536})])
+        self.assertEqual(rules[0]["collective"], "reducescatter")
+
+    def test_file_is_json_after_its_comments(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.json")
+            t.write(path, t.rules("all_gather", 3, {("half", 8): "fp8_ash_ds"}), ["a", "b"])
+            text = open(path).read()
+            self.assertTrue(text.startswith("// a\n// b\n"))
+            doc = json.loads(re.sub(r"^//.*$", "", text, flags=re.M))
+            self.assertEqual(doc["rules"][1], {"nranks": 3, "collective": "allgather",
+                                               "dtype": "fp16", "codec": "fp8_ash_ds",
+                                               "bytes": {"from": 8}})
+
+
+if __name__ == "__main__":
+    unittest.main()
