@@ -120,12 +120,15 @@ TEST_F(RealData, Int8Block128) {
   EXPECT_LE(maxOf(e.owner), 0.011);
 }
 
-TEST_F(RealData, Fp8AshDsBlock128) {
-  CodecPtr c = makeCodec("fp8_ash_ds:block=128");
-  Errors e = runCases(*c, cases_);
+// fp8_ash_ds's bounds on these tensors (one-shot, two-shot, the owner's step).
+void expectFp8Bounds(const Errors& e) {
   EXPECT_LE(maxOf(e.oneShot), 0.027);
   EXPECT_LE(maxOf(e.twoShot), 0.037);
   EXPECT_LE(maxOf(e.owner), 0.037);
+}
+
+TEST_F(RealData, Fp8AshDsBlock128) {
+  expectFp8Bounds(runCases(*makeCodec("fp8_ash_ds:block=128"), cases_));
 }
 
 // rotate=auto (the default) against the better fixed mode, one-shot per rank and case (issue 14).
@@ -159,11 +162,7 @@ TEST_F(RealData, Int8AutoNoWorseThanTheBetterFixedMode) {
 // tensors it measured 2026-12-01 (cpu-vm) one-shot max 2.6%, two-shot max 3.6%; the bounds
 // are the transform's, so the ablation may not be worse than the full codec by more than that.
 TEST_F(RealData, Fp8WithoutHadamard) {
-  CodecPtr c = makeCodec("fp8_ash_ds:block=128,rotate=0");
-  Errors e = runCases(*c, cases_);
-  EXPECT_LE(maxOf(e.oneShot), 0.027);
-  EXPECT_LE(maxOf(e.twoShot), 0.037);
-  EXPECT_LE(maxOf(e.owner), 0.037);
+  expectFp8Bounds(runCases(*makeCodec("fp8_ash_ds:block=128,rotate=0"), cases_));
 }
 
 // Printed for comparison only (the README's per-block absmax INT8 reference).

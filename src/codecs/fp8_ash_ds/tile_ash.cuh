@@ -60,15 +60,7 @@ struct TileAsh {
       const float c = decodeMultiplier(m, Fmt::kQmax, 1.0f, invPow2(alpha));
       raw = static_cast<bool>(raw | !scalesUsable(m, inv, c));
       word = floatBits(c);
-#pragma unroll
-      for (int j = 0; j < E1; ++j) {
-#pragma unroll
-        for (int w = 0; w < W; ++w) {
-          const float* y = &v[j][4 * w];
-          q[j][w] = f32x4ToFp8x4<F>(mulRn(y[0], inv), mulRn(y[1], inv), mulRn(y[2], inv),
-                                    mulRn(y[3], inv));
-        }
-      }
+      codesOf(v, inv, q);
     } else if (R && !__all_sync(kFullMask, raw)) {
       transformed = true;
       const Rotated t =
@@ -77,15 +69,7 @@ struct TileAsh {
       raw = static_cast<bool>(raw | !scalesUsable(t.m, t.inv, c));
       word = floatBits(c);
       // every lane (no per-lane branch); the lanes of RAW blocks overwrite theirs below
-#pragma unroll
-      for (int j = 0; j < E1; ++j) {
-#pragma unroll
-        for (int w = 0; w < W; ++w) {
-          const float* y = &v[j][4 * w];
-          q[j][w] = f32x4ToFp8x4<F>(mulRn(y[0], t.k), mulRn(y[1], t.k), mulRn(y[2], t.k),
-                                    mulRn(y[3], t.k));
-        }
-      }
+      codesOf(v, t.k, q);
     }
     if (__any_sync(kFullMask, raw)) {
       if (raw && transformed) reload(v);
@@ -96,6 +80,18 @@ struct TileAsh {
       }
     }
     return word;
+  }
+
+  // The transform-mode codes of the lane's elements: fp8(y * k), four per 32-bit word.
+  __device__ __forceinline__ static void codesOf(const float (&y)[E1][E0], float k,
+                                                 uint32_t (&q)[E1][W]) {
+    using kmath::mulRn;
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int w = 0; w < W; ++w)
+        q[j][w] = f32x4ToFp8x4<F>(mulRn(y[j][4 * w], k), mulRn(y[j][4 * w + 1], k),
+                                  mulRn(y[j][4 * w + 2], k), mulRn(y[j][4 * w + 3], k));
   }
 
   // The RAW codes of the lane's elements x for the block's raw scale r (kmath::ashEncodeRaw).
