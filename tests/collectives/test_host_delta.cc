@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -172,10 +173,12 @@ void driftRank(Rank& r, const char* spec, size_t n, int steps, std::vector<StepS
     for (size_t i = 0; i < n; ++i) send[i] = static_cast<float>(wm[i]);
     float* mine = out.data() + r.rank * n;
     std::copy(mine, mine + n, prev.begin());
+    StepStats& S = stats[static_cast<size_t>(t)];
     ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
                                   t == 0 ? COCCL_DELTA_RESET : 0u, r.comm, nullptr),
               cocclSuccess)
         << "step " << t << ": " << cocclGetLastError(r.comm);
+
     if (t == 1) {  // the statistics of a difference call (one chunk or several)
       cocclCollStats_t st{};
       ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
@@ -191,7 +194,6 @@ void driftRank(Rank& r, const char* spec, size_t n, int steps, std::vector<StepS
     ASSERT_EQ(cocclAllGatherDelta(send.data(), open.data(), n, cocclFloat32, codec.c,
                                   t == 0 ? COCCL_DELTA_RESET : 0u, r.comm, nullptr),
               cocclSuccess);
-    StepStats& S = stats[static_cast<size_t>(t)];
     // The encoded difference d = fp32(new) - fp32(prev), block by block from the shard's
     // first element (chunks are whole blocks); its bound per block.
     for (size_t b0 = 0; b0 < n; b0 += G) {
@@ -626,6 +628,110 @@ TEST(HostDelta, NonFiniteValuesFollowTheRule) {
         }
       },
       options());
+}
+
+// The same agreement check with ranks as processes (nothing shared between the ranks but the
+// wire), and a call inside a group beside a plain AllGather.
+TEST(HostDelta, ProcessRanksDisagreeAndGroups) {
+  setupEnv();
+  const int p = 3;
+  const size_t n = 700;
+  runRanks(
+      p, Mode::Processes,
+      [&](Rank& r) {
+        CodecHandle codec("fp8_ash_ds");
+        std::vector<float> send(n, 0.5f * r.rank), out(n * p, 0.0f), plain(n * p);
+        ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
+                                      COCCL_DELTA_RESET, r.comm, nullptr),
+                  cocclSuccess);
+        ASSERT_EQ(cocclAllGather(send.data(), plain.data(), n, cocclFloat32, r.comm, nullptr),
+                  cocclSuccess);
+        ASSERT_EQ(cocclGroupEnd(), cocclSuccess) << cocclGetLastError(r.comm);
+        EXPECT_EQ(out, plain);
+        const std::vector<float> before = out;
+        for (float& x : send) x += 0.25f;
+        cocclResult_t res = cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32,
+                                                codec.c, r.rank == 0 ? COCCL_DELTA_RESET : 0u,
+                                                r.comm, nullptr);
+        expectDisagreement(r, res, before, out, "reset flag");
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
+                                      r.comm, nullptr),
+                  cocclSuccess)
+            << cocclGetLastError(r.comm);
+        for (int q = 0; q < p; ++q) EXPECT_NEAR(out[q * n + 3], 0.5f * q + 0.25f, 1e-3);
+        EXPECT_TRUE(sameOnAllRanks(r, hashBytes(out.data(), out.size() * sizeof(float))));
+      },
+      options());
+}
+
+// One rank: no peers, no header on the wire; the difference still goes through the codec.
+TEST(HostDelta, SingleRank) {
+  setupEnv();
+  const size_t n = 300;
+  runRanks(
+      1, Mode::Threads,
+      [&](Rank& r) {
+        CodecHandle codec("int8");
+        std::vector<float> send(n), out(n);
+        for (size_t i = 0; i < n; ++i) send[i] = std::cos(0.1f * i);
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
+                                      COCCL_DELTA_RESET, r.comm, nullptr),
+                  cocclSuccess);
+        EXPECT_EQ(out, send);
+        for (float& x : send) x += 1e-3f;
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
+                                      r.comm, nullptr),
+                  cocclSuccess)
+            << cocclGetLastError(r.comm);
+        cocclCollStats_t st{};
+        ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
+        EXPECT_EQ(st.wireBytesSent, 0u);
+        for (size_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], send[i], 1e-5);
+      },
+      options());
+}
+
+// Back-to-back call times (printed, not asserted: the CI machine's 2 cores are shared): the
+// difference call against the compressed and the exact AllGather of the same shard. The
+// difference costs the header round (one small message each way before the payloads).
+TEST(HostDelta, CallTimes) {
+  setupEnv();
+  const int p = 3;
+  for (size_t n : {size_t{4099}, size_t{262144}}) {
+    const int iters = n < 10000 ? 300 : 30;
+    std::vector<double> us(3, 0.0);
+    runRanks(
+        p, Mode::Threads,
+        [&](Rank& r) {
+          CodecHandle codec("int8");
+          std::vector<float> send(n, 1.0f), out(n * p), plain(n * p);
+          ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
+                                        COCCL_DELTA_RESET, r.comm, nullptr),
+                    cocclSuccess);
+          using Clock = std::chrono::steady_clock;
+          for (int kind = 0; kind < 3; ++kind) {
+            const auto t0 = Clock::now();
+            for (int i = 0; i < iters; ++i) {
+              send[i % n] += 1e-3f;
+              cocclResult_t res =
+                  kind == 0 ? cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32,
+                                                  codec.c, 0u, r.comm, nullptr)
+                  : kind == 1 ? cocclAllGatherCodec(send.data(), plain.data(), n, cocclFloat32,
+                                                    codec.c, r.comm, nullptr)
+                              : cocclAllGather(send.data(), plain.data(), n, cocclFloat32,
+                                               r.comm, nullptr);
+              ASSERT_EQ(res, cocclSuccess);
+            }
+            if (r.rank == 0)
+              us[kind] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
+          }
+        },
+        options());
+    std::printf("%d ranks, %zu fp32 a rank, int8: cocclAllGatherDelta %.1f us, "
+                "cocclAllGatherCodec %.1f us, cocclAllGather (exact) %.1f us a call\n",
+                p, n, us[0], us[1], us[2]);
+  }
 }
 
 }  // namespace
