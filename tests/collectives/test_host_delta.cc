@@ -705,7 +705,8 @@ TEST(HostDelta, CallTimes) {
         p, Mode::Threads,
         [&](Rank& r) {
           CodecHandle codec("int8");
-          std::vector<float> send(n, 1.0f), out(n * p), plain(n * p);
+          std::vector<float> send(n), out(n * p), plain(n * p);
+          for (size_t j = 0; j < n; ++j) send[j] = std::sin(0.001f * j + r.rank);
           ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
                                         COCCL_DELTA_RESET, r.comm, nullptr),
                     cocclSuccess);
@@ -713,7 +714,8 @@ TEST(HostDelta, CallTimes) {
           for (int kind = 0; kind < 3; ++kind) {
             const auto t0 = Clock::now();
             for (int i = 0; i < iters; ++i) {
-              send[i % n] += 1e-3f;
+              for (size_t j = 0; j < n; ++j)  // every weight moves (a few ulps to 6e-3)
+                send[j] += 1e-3f * static_cast<float>(static_cast<int>((j * 7 + i) % 13) - 6);
               cocclResult_t res =
                   kind == 0 ? cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32,
                                                   codec.c, 0u, r.comm, nullptr)
