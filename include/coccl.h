@@ -449,6 +449,9 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
  * (nranks-1) * sendcount * element size), so the gathered payload is nranks *
  * encodedBytes(sendcount); codec "none" for exact calls; algorithm "delta/direct" (host),
  * "delta/<the device gather's algorithm>" (device).
+ * sendcount == 0 is a no-op (no header: a peer that posts a non-zero count then waits until
+ * COCCL_TIMEOUT_MS); so is a call that fails its argument checks, which run on the calling
+ * rank alone before the header exchange (cocclInvalidArgument there, the peers wait).
  * Errors: cocclInvalidArgument (as cocclAllGather; flags other than COCCL_DELTA_RESET; sendbuff
  * overlapping recvbuff as above); cocclInvalidUsage (the ranks disagree, as above; device
  * buffers with a codec without device operations or while the device path is off). */
