@@ -30,7 +30,7 @@ bool capturing(cudaStream_t s) {
 struct DeltaDevice::Impl {
   int device = -1;
   float* f = nullptr;  // one piece's fp32 differences / decoded values
-  size_t fElems = 0;
+  size_t fBytes = 0;
   char* gath = nullptr;  // p payloads of one piece
   size_t gathBytes = 0;
   void* ws = nullptr;  // the codec's workspace
@@ -84,7 +84,7 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
   cudaStream_t s = reinterpret_cast<cudaStream_t>(r.stream);
   const size_t first = std::min(chunk, count);  // the largest piece
   auto strideOf = [&](size_t n) { return (codec.encodedBytes(n, cocclFloat32) + 3) / 4 * 4; };
-  m.grow(m.f, m.fElems, first * sizeof(float), s, "fp32");
+  m.grow(m.f, m.fBytes, first * sizeof(float), s, "fp32");
   m.grow(m.gath, m.gathBytes, static_cast<size_t>(p) * strideOf(first), s, "payload");
   const size_t wsNeed = codec.deviceWorkspaceBytes(first, cocclFloat32, 1);
   m.grow(m.ws, m.wsBytes, wsNeed, s, "codec workspace");
