@@ -49,7 +49,8 @@ void setupEnv() {
 struct CodecHandle {
   cocclCodec_t c = nullptr;
   explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess) << spec << ": " << cocclGetLastError(nullptr);
+    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess)
+        << spec << ": " << cocclGetLastError(nullptr);
   }
   ~CodecHandle() {
     if (c) cocclCodecDestroy(c);
@@ -132,8 +133,8 @@ TEST(HostDelta, ResetCallIsExactOnEveryType) {
 // shard, the rms of the step w_t - w_{t-1}, the number of elements outside the bound, the
 // naive AllGather's and the open loop's errors.
 struct StepStats {
-  double maxErr = 0, sumSqErr = 0, sumSqW = 0, stepSq = 0, bound = 0, naiveMax = 0,
-         naiveSumSq = 0, openMax = 0, openSumSq = 0;
+  double maxErr = 0, sumSqErr = 0, sumSqW = 0, stepSq = 0, bound = 0, naiveMax = 0, naiveSumSq = 0,
+         openMax = 0, openSumSq = 0;
   size_t outside = 0;
 };
 
@@ -188,9 +189,9 @@ void driftRank(Rank& r, const char* spec, size_t n, int steps, std::vector<StepS
       EXPECT_LT(st.wireBytesSent, (p - 1) * n * sizeof(float) / 3);
     }
     // Naive: the full weights quantized every step (the same codec, one encode/decode).
-    ASSERT_EQ(cocclAllGatherCodec(send.data(), naive.data(), n, cocclFloat32, codec.c, r.comm,
-                                  nullptr),
-              cocclSuccess);
+    ASSERT_EQ(
+        cocclAllGatherCodec(send.data(), naive.data(), n, cocclFloat32, codec.c, r.comm, nullptr),
+        cocclSuccess);
     ASSERT_EQ(cocclAllGatherDelta(send.data(), open.data(), n, cocclFloat32, codec.c,
                                   t == 0 ? COCCL_DELTA_RESET : 0u, r.comm, nullptr),
               cocclSuccess);
@@ -210,8 +211,7 @@ void driftRank(Rank& r, const char* spec, size_t n, int steps, std::vector<StepS
         const double got = mine[i];
         const double e = std::fabs(got - wm[i]);
         // one quantization of d, plus the fp32 roundings (of w, of d, of the sum)
-        const double tol =
-            B * (1 + 0x1p-20) + 0x1p-22 * std::max(std::fabs(wm[i]), std::fabs(got));
+        const double tol = B * (1 + 0x1p-20) + 0x1p-22 * std::max(std::fabs(wm[i]), std::fabs(got));
         if (!(e <= tol)) {
           if (S.outside++ == 0)
             ADD_FAILURE() << spec << " step " << t << " rank " << r.rank << " element " << i
@@ -254,8 +254,7 @@ TEST_P(HostDeltaDrift, ThousandStepsErrorStaysAtOneQuantization) {
   const size_t n = 4099;  // not a multiple of any block; 8 KiB chunks: 3 chunks of fp32
   std::vector<std::vector<StepStats>> all(p);
   runRanks(
-      p, Mode::Threads, [&](Rank& r) { driftRank(r, spec, n, steps, all[r.rank]); },
-      options(8192));
+      p, Mode::Threads, [&](Rank& r) { driftRank(r, spec, n, steps, all[r.rank]); }, options(8192));
   ASSERT_FALSE(::testing::Test::HasFailure());
   // Over all ranks, per step: the largest error, the relative L2 error, the step's rms, the
   // naive AllGather's largest error and relative L2.
@@ -309,8 +308,7 @@ TEST_P(HostDeltaDrift, ThousandStepsErrorStaysAtOneQuantization) {
   EXPECT_GE(openRel[steps], 5 * rel[steps]) << spec;
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, HostDeltaDrift,
-                         ::testing::Values("int4", "int8", "fp8_ash_ds"),
+INSTANTIATE_TEST_SUITE_P(Codecs, HostDeltaDrift, ::testing::Values("int4", "int8", "fp8_ash_ds"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });
@@ -395,12 +393,11 @@ TEST(HostDelta, DisagreeingCallsFailOnEveryRank) {
         for (float& x : send) x += 0.01f;
         const std::vector<float> before = out;
         // reset flag on rank 1 only
-        cocclResult_t res = cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c,
-                                                r.rank == 1 ? COCCL_DELTA_RESET : 0u, r.comm,
-                                                nullptr);
+        cocclResult_t res =
+            cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c,
+                                r.rank == 1 ? COCCL_DELTA_RESET : 0u, r.comm, nullptr);
         expectDisagreement(r, res, before, out, "reset flag");
-        if (r.rank == 0)
-          std::printf("message: %s\n", cocclGetLastError(r.comm));
+        if (r.rank == 0) std::printf("message: %s\n", cocclGetLastError(r.comm));
         // count (rank 2 one element fewer: its recvbuff is larger than it needs)
         res = cocclAllGatherDelta(send.data(), out.data(), r.rank == 2 ? n - 1 : n, cocclFloat32,
                                   int8.c, 0u, r.comm, nullptr);
@@ -415,8 +412,8 @@ TEST(HostDelta, DisagreeingCallsFailOnEveryRank) {
                                   nullptr);
         expectDisagreement(r, res, before, out, "datatype");
         // still usable: the agreed call goes through, and a reset on every rank too
-        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c, 0u,
-                                      r.comm, nullptr),
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c, 0u, r.comm,
+                                      nullptr),
                   cocclSuccess)
             << cocclGetLastError(r.comm);
         ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c,
@@ -438,9 +435,9 @@ TEST(HostDelta, ArgumentChecksAreLocal) {
         std::vector<float> out(n * p, 0.0f), send(n, 1.0f);
         float* inPlace = out.data() + r.rank * n;
         // in place without reset: recvbuff's own shard is the reference
-        EXPECT_EQ(cocclAllGatherDelta(inPlace, out.data(), n, cocclFloat32, int8.c, 0u, r.comm,
-                                      nullptr),
-                  cocclInvalidArgument);
+        EXPECT_EQ(
+            cocclAllGatherDelta(inPlace, out.data(), n, cocclFloat32, int8.c, 0u, r.comm, nullptr),
+            cocclInvalidArgument);
         EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("COCCL_DELTA_RESET"),
                   std::string::npos);
         // any other overlap, with or without reset
@@ -452,16 +449,16 @@ TEST(HostDelta, ArgumentChecksAreLocal) {
                                       r.comm, nullptr),
                   cocclInvalidArgument);
         // NULL buffers, bad type
-        EXPECT_EQ(cocclAllGatherDelta(nullptr, out.data(), n, cocclFloat32, int8.c, 0u, r.comm,
-                                      nullptr),
-                  cocclInvalidArgument);
+        EXPECT_EQ(
+            cocclAllGatherDelta(nullptr, out.data(), n, cocclFloat32, int8.c, 0u, r.comm, nullptr),
+            cocclInvalidArgument);
         EXPECT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, static_cast<cocclDataType_t>(99),
                                       int8.c, 0u, r.comm, nullptr),
                   cocclInvalidArgument);
         // count 0: a no-op
-        EXPECT_EQ(cocclAllGatherDelta(nullptr, nullptr, 0, cocclFloat32, int8.c, 0u, r.comm,
-                                      nullptr),
-                  cocclSuccess);
+        EXPECT_EQ(
+            cocclAllGatherDelta(nullptr, nullptr, 0, cocclFloat32, int8.c, 0u, r.comm, nullptr),
+            cocclSuccess);
         // in place with reset: exact, then a difference call from separate buffers
         std::fill(inPlace, inPlace + n, 2.0f + r.rank);
         ASSERT_EQ(cocclAllGatherDelta(inPlace, out.data(), n, cocclFloat32, int8.c,
@@ -470,8 +467,8 @@ TEST(HostDelta, ArgumentChecksAreLocal) {
             << cocclGetLastError(r.comm);
         for (int q = 0; q < p; ++q) EXPECT_EQ(out[q * n + n - 1], 2.0f + q);
         std::fill(send.begin(), send.end(), 2.5f + r.rank);
-        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c, 0u,
-                                      r.comm, nullptr),
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, int8.c, 0u, r.comm,
+                                      nullptr),
                   cocclSuccess)
             << cocclGetLastError(r.comm);
         // a constant difference of 0.5 per block: int8 holds it (plain grid, 127 levels)
@@ -517,8 +514,8 @@ TEST(HostDelta, OddCountsAndChunksGiveTheSameBits) {
                 hashes[pass][r.rank].push_back(h);
                 cocclCollStats_t st{};
                 // (sameOnAllRanks ran a collective since: ask again after the next call)
-                ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
-                                              0u, r.comm, nullptr),
+                ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
+                                              r.comm, nullptr),
                           cocclSuccess);
                 ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
                 const size_t chunk = pass == 0 ? (1u << 20) / 4 : 4096 / 4;
@@ -576,8 +573,8 @@ TEST(HostDelta, PolicyCodecAndExactWithoutCodec) {
           }
           // int32 has no codec: exact whatever the policy
           std::vector<int32_t> is(n, r.rank), io(n * p, -1);
-          ASSERT_EQ(cocclAllGatherDelta(is.data(), io.data(), n, cocclInt32, COCCL_CODEC_POLICY,
-                                        0u, r.comm, nullptr),
+          ASSERT_EQ(cocclAllGatherDelta(is.data(), io.data(), n, cocclInt32, COCCL_CODEC_POLICY, 0u,
+                                        r.comm, nullptr),
                     cocclSuccess);
           for (int q = 0; q < p; ++q) EXPECT_EQ(io[q * n + 3], q);
         },
@@ -651,12 +648,12 @@ TEST(HostDelta, ProcessRanksDisagreeAndGroups) {
         EXPECT_EQ(out, plain);
         const std::vector<float> before = out;
         for (float& x : send) x += 0.25f;
-        cocclResult_t res = cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32,
-                                                codec.c, r.rank == 0 ? COCCL_DELTA_RESET : 0u,
-                                                r.comm, nullptr);
+        cocclResult_t res =
+            cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
+                                r.rank == 0 ? COCCL_DELTA_RESET : 0u, r.comm, nullptr);
         expectDisagreement(r, res, before, out, "reset flag");
-        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
-                                      r.comm, nullptr),
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u, r.comm,
+                                      nullptr),
                   cocclSuccess)
             << cocclGetLastError(r.comm);
         for (int q = 0; q < p; ++q) EXPECT_NEAR(out[q * n + 3], 0.5f * q + 0.25f, 1e-3);
@@ -680,8 +677,8 @@ TEST(HostDelta, SingleRank) {
                   cocclSuccess);
         EXPECT_EQ(out, send);
         for (float& x : send) x += 1e-3f;
-        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
-                                      r.comm, nullptr),
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u, r.comm,
+                                      nullptr),
                   cocclSuccess)
             << cocclGetLastError(r.comm);
         cocclCollStats_t st{};
@@ -717,22 +714,24 @@ TEST(HostDelta, CallTimes) {
               for (size_t j = 0; j < n; ++j)  // every weight moves (a few ulps to 6e-3)
                 send[j] += 1e-3f * static_cast<float>(static_cast<int>((j * 7 + i) % 13) - 6);
               cocclResult_t res =
-                  kind == 0 ? cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32,
-                                                  codec.c, 0u, r.comm, nullptr)
-                  : kind == 1 ? cocclAllGatherCodec(send.data(), plain.data(), n, cocclFloat32,
-                                                    codec.c, r.comm, nullptr)
-                              : cocclAllGather(send.data(), plain.data(), n, cocclFloat32,
-                                               r.comm, nullptr);
+                  kind == 0 ? cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
+                                                  0u, r.comm, nullptr)
+                  : kind == 1
+                      ? cocclAllGatherCodec(send.data(), plain.data(), n, cocclFloat32, codec.c,
+                                            r.comm, nullptr)
+                      : cocclAllGather(send.data(), plain.data(), n, cocclFloat32, r.comm, nullptr);
               ASSERT_EQ(res, cocclSuccess);
             }
             if (r.rank == 0)
-              us[kind] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
+              us[kind] =
+                  std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
           }
         },
         options());
-    std::printf("%d ranks, %zu fp32 a rank, int8: cocclAllGatherDelta %.1f us, "
-                "cocclAllGatherCodec %.1f us, cocclAllGather (exact) %.1f us a call\n",
-                p, n, us[0], us[1], us[2]);
+    std::printf(
+        "%d ranks, %zu fp32 a rank, int8: cocclAllGatherDelta %.1f us, "
+        "cocclAllGatherCodec %.1f us, cocclAllGather (exact) %.1f us a call\n",
+        p, n, us[0], us[1], us[2]);
   }
 }
 

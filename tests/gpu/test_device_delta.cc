@@ -23,7 +23,8 @@ namespace {
 struct CodecHandle {
   cocclCodec_t c = nullptr;
   explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess) << spec << ": " << cocclGetLastError(nullptr);
+    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess)
+        << spec << ": " << cocclGetLastError(nullptr);
   }
   ~CodecHandle() {
     if (c) cocclCodecDestroy(c);
@@ -84,18 +85,18 @@ void deviceMatchesHost(Rank& r, const char* algoPrefix) {
           for (size_t i = 0; i < n; ++i) setElem(dt, send.data(), i, w[i]);
           dsend.upload(send.data(), send.size());
           const unsigned flags = t == 0 ? COCCL_DELTA_RESET : 0u;
-          ASSERT_EQ(cocclAllGatherDelta(dsend.data(), dout.data(), n, dt, codec.c, flags, r.comm,
-                                        s),
-                    cocclSuccess)
+          ASSERT_EQ(
+              cocclAllGatherDelta(dsend.data(), dout.data(), n, dt, codec.c, flags, r.comm, s),
+              cocclSuccess)
               << cocclGetLastError(r.comm);
           cocclCollStats_t st{};
           ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
           const std::string algo = st.algorithm;
           const size_t wire = st.wireBytesSent;
           CUDA_OK(cudaStreamSynchronize(s));
-          ASSERT_EQ(cocclAllGatherDelta(send.data(), host.data(), n, dt, codec.c, flags, r.comm,
-                                        nullptr),
-                    cocclSuccess)
+          ASSERT_EQ(
+              cocclAllGatherDelta(send.data(), host.data(), n, dt, codec.c, flags, r.comm, nullptr),
+              cocclSuccess)
               << cocclGetLastError(r.comm);
           ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
           if (t > 0) {
@@ -133,8 +134,7 @@ void deviceMatchesHost(Rank& r, const char* algoPrefix) {
   EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("reset flag"), std::string::npos);
   CUDA_OK(cudaStreamSynchronize(s));
   EXPECT_EQ(dout.download(), before);
-  ASSERT_EQ(cocclAllGatherDelta(dsend.data(), dout.data(), n, cocclFloat32, codec.c, 0u, r.comm,
-                                s),
+  ASSERT_EQ(cocclAllGatherDelta(dsend.data(), dout.data(), n, cocclFloat32, codec.c, 0u, r.comm, s),
             cocclSuccess);
   CUDA_OK(cudaStreamSynchronize(s));
   cudaStreamDestroy(s);
@@ -144,12 +144,14 @@ class DeviceDelta : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceDelta, CudaIpcMatchesHostBitwise) {
   COCCL_REQUIRE_GPU();
-  runGpuRanks(GetParam(), [](Rank& r) { deviceMatchesHost(r, "delta/"); }, ipc());
+  runGpuRanks(
+      GetParam(), [](Rank& r) { deviceMatchesHost(r, "delta/"); }, ipc());
 }
 
 TEST_P(DeviceDelta, NcclTransportMatchesHostBitwise) {
   COCCL_REQUIRE_GPU();
-  runGpuRanks(GetParam(), [](Rank& r) { deviceMatchesHost(r, "delta/"); }, overNccl());
+  runGpuRanks(
+      GetParam(), [](Rank& r) { deviceMatchesHost(r, "delta/"); }, overNccl());
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceDelta, ::testing::Values(2, 3),

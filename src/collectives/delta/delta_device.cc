@@ -66,9 +66,13 @@ struct DeltaDevice::Impl {
   }
 };
 
-DeltaDevice::DeltaDevice(int device) : impl_(std::make_unique<Impl>()) { impl_->device = device; }
+DeltaDevice::DeltaDevice(int device) : impl_(std::make_unique<Impl>()) {
+  impl_->device = device;
+}
 DeltaDevice::~DeltaDevice() = default;
-bool DeltaDevice::built() { return true; }
+bool DeltaDevice::built() {
+  return true;
+}
 
 void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, const Gather& gather,
                       CollStats& stats) {
@@ -118,7 +122,8 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
     wire += xs.wireBytesSent;
     innerAlgo = xs.algorithm;
     for (int j = 0; j < p; ++j) {
-      codec.deviceDecode(m.gath + static_cast<size_t>(j) * stride, c.count, cocclFloat32, m.f, ws, s);
+      codec.deviceDecode(m.gath + static_cast<size_t>(j) * stride, c.count, cocclFloat32, m.f, ws,
+                         s);
       launchDeltaApply(out + (static_cast<size_t>(j) * count + c.begin) * es, m.f, dt, c.count,
                        r.stream);
     }

@@ -46,10 +46,17 @@ void launchDeltaDiff(const void* next, const void* prev, cocclDataType_t dt, siz
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   const int b = blocksFor(n);
   switch (dt) {
-    case cocclFloat32: diffKernel<cocclFloat32><<<b, 256, 0, s>>>(next, prev, n, d); break;
-    case cocclFloat16: diffKernel<cocclFloat16><<<b, 256, 0, s>>>(next, prev, n, d); break;
-    case cocclBfloat16: diffKernel<cocclBfloat16><<<b, 256, 0, s>>>(next, prev, n, d); break;
-    default: COCCL_THROW(cocclInternalError, "AllGatherDelta: difference of %s", dtypeName(dt));
+    case cocclFloat32:
+      diffKernel<cocclFloat32><<<b, 256, 0, s>>>(next, prev, n, d);
+      break;
+    case cocclFloat16:
+      diffKernel<cocclFloat16><<<b, 256, 0, s>>>(next, prev, n, d);
+      break;
+    case cocclBfloat16:
+      diffKernel<cocclBfloat16><<<b, 256, 0, s>>>(next, prev, n, d);
+      break;
+    default:
+      COCCL_THROW(cocclInternalError, "AllGatherDelta: difference of %s", dtypeName(dt));
   }
   checkLaunch("difference");
 }
@@ -60,10 +67,17 @@ void launchDeltaApply(void* out, const float* dec, cocclDataType_t dt, size_t n,
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   const int b = blocksFor(n);
   switch (dt) {
-    case cocclFloat32: applyKernel<cocclFloat32><<<b, 256, 0, s>>>(out, dec, n); break;
-    case cocclFloat16: applyKernel<cocclFloat16><<<b, 256, 0, s>>>(out, dec, n); break;
-    case cocclBfloat16: applyKernel<cocclBfloat16><<<b, 256, 0, s>>>(out, dec, n); break;
-    default: COCCL_THROW(cocclInternalError, "AllGatherDelta: addition to %s", dtypeName(dt));
+    case cocclFloat32:
+      applyKernel<cocclFloat32><<<b, 256, 0, s>>>(out, dec, n);
+      break;
+    case cocclFloat16:
+      applyKernel<cocclFloat16><<<b, 256, 0, s>>>(out, dec, n);
+      break;
+    case cocclBfloat16:
+      applyKernel<cocclBfloat16><<<b, 256, 0, s>>>(out, dec, n);
+      break;
+    default:
+      COCCL_THROW(cocclInternalError, "AllGatherDelta: addition to %s", dtypeName(dt));
   }
   checkLaunch("addition");
 }

@@ -30,9 +30,15 @@ constexpr uint64_t kChunkMask = (uint64_t{1} << 23) - 1;
 template <class Fn>
 void dispatchDelta(cocclDataType_t dt, Fn&& fn) {
   switch (dt) {
-    case cocclFloat32: fn(std::integral_constant<int, cocclFloat32>{}); break;
-    case cocclFloat16: fn(std::integral_constant<int, cocclFloat16>{}); break;
-    case cocclBfloat16: fn(std::integral_constant<int, cocclBfloat16>{}); break;
+    case cocclFloat32:
+      fn(std::integral_constant<int, cocclFloat32>{});
+      break;
+    case cocclFloat16:
+      fn(std::integral_constant<int, cocclFloat16>{});
+      break;
+    case cocclBfloat16:
+      fn(std::integral_constant<int, cocclBfloat16>{});
+      break;
     default:
       COCCL_THROW(cocclInternalError, "AllGatherDelta: difference mode on %s", dtypeName(dt));
   }
@@ -67,11 +73,11 @@ std::vector<DeltaHeader> HostExecutor::exchangeDeltaHeaders(const DeltaHeader& m
   const uint64_t tag = nextCollectiveTag();
   std::vector<RequestPtr> reqs;
   for (int j = 0; j < p; ++j)
-    if (j != me) reqs.push_back(transport_->irecv(j, tag, &all[static_cast<size_t>(j)],
-                                                  kDeltaHeaderBytes));
+    if (j != me)
+      reqs.push_back(transport_->irecv(j, tag, &all[static_cast<size_t>(j)], kDeltaHeaderBytes));
   for (int d = 1; d < p; ++d)
-    reqs.push_back(transport_->isend((me + d) % p, tag, &all[static_cast<size_t>(me)],
-                                     kDeltaHeaderBytes));
+    reqs.push_back(
+        transport_->isend((me + d) % p, tag, &all[static_cast<size_t>(me)], kDeltaHeaderBytes));
   waiter_->waitAll(reqs, "AllGatherDelta header exchange");
   return all;
 }
