@@ -407,6 +407,67 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
                                             cocclCodec_t codec, cocclComm_t comm,
                                             cudaStream_t stream);
 
+/* Weight-difference AllGather (SDP4Bit's qWD): for data-parallel weights that change a little
+ * each step. recvbuff (nranks*sendcount elements, as cocclAllGather) holds on entry the values
+ * the previous call left there, on every rank alike; that is the whole state (nothing is kept
+ * inside coccl). Each rank encodes its new shard minus its shard of recvbuff, the payloads are
+ * gathered, and every rank, the owner included, adds each decoded difference to its copy:
+ *   d    = fp32(sendbuff[i]) - fp32(recvbuff[rank*sendcount + i])     (on each rank)
+ *   recvbuff[j*sendcount + i] = T(fp32(recvbuff[j*sendcount + i]) + decode(encode(d_j))[i])
+ * one fp32 subtraction and one fp32 addition, rounded to nearest even (then to T = fp32, fp16,
+ * bf16), element by element, the same on every rank and on host and device buffers: every
+ * rank ends with bitwise identical recvbuff (the owner adds the decoded value of its own
+ * payload, not its exact difference). Because the reference is the reconstruction that all
+ * ranks hold, errors do not accumulate: after any call, |recvbuff - new| is one quantization
+ * of that call's difference (new minus the previous reconstruction), plus the rounding to T.
+ * The payload is encoded from the fp32 differences in chunks of COCCL_CHUNK_BYTES of input
+ * (whole codec blocks; the blocks of a shard start at its first element, any count).
+ *
+ * Exact calls: with COCCL_DELTA_RESET in `flags`, or when there is no codec (the policy's
+ * ALLGATHER entry is "none" or below COCCL_COMPRESS_MIN_BYTES, or the datatype is not fp32 /
+ * fp16 / bf16), the call is a plain exact cocclAllGather: recvbuff's old contents are ignored
+ * and it receives every rank's sendbuff bit for bit. "First call" is the caller's to say: pass
+ * COCCL_DELTA_RESET on the first call (recvbuff is then not read) and whenever the weights were
+ * changed other than through this call (a checkpoint load, a non-finite value to clear).
+ * Without it recvbuff must hold the previous call's result.
+ *
+ * Codec: `codec`, or COCCL_CODEC_POLICY for the communicator's ALLGATHER entry
+ * (codecAllGather / COCCL_CODEC_ALLGATHER, else codec / COCCL_CODEC) under the same size
+ * threshold as cocclAllGather. Device buffers need a codec with device operations
+ * (COCCL_CODEC_CAP_DEVICE, e.g. int8, fp8_ash_ds, int4): else cocclInvalidUsage.
+ * Non-finite values follow the two fp32 operations: a non-finite new value or difference is
+ * encoded as the codec encodes it (int8, fp8_ash_ds and int4 send NaN / +-Inf at their
+ * positions in a RAW block, whose finite neighbours then get a coarser step for this call), so
+ * a weight that becomes +-Inf or NaN arrives as such; a weight that is already +-Inf gives
+ * Inf - Inf = NaN on the next call. Clear it with a COCCL_DELTA_RESET call. A difference that
+ * overflows fp32 (|new - prev| > 3.4e38) is +-Inf.
+ * Agreement: every call first sends each peer a 128-byte header (flags, count, datatype,
+ * memory kind, codec and its format version, payload bytes) over the host transport, and every
+ * rank checks all headers before any payload moves: ranks that disagree on the reset flag,
+ * sendcount, datatype, buffer kind or codec ALL get cocclInvalidUsage (cocclGetLastError names
+ * the first rank that differs from rank 0 and each field with both values), recvbuff is not
+ * written, and the communicator stays usable. A device call therefore blocks the calling
+ * thread until every rank has posted it (the kernels are then enqueued on `stream`); in a CUDA
+ * graph capture the check runs once, at capture (the scratch must exist: run one call first).
+ * In place: sendbuff must not overlap recvbuff (recvbuff's own shard is the reference), except
+ * at the in-place position (sendbuff == recvbuff + rank*sendcount) with COCCL_DELTA_RESET.
+ * Wire bytes (cocclCommGetLastCollStats().wireBytesSent): (nranks-1) * 128 for the headers plus
+ * (nranks-1) * encodedBytes(sendcount) for the payloads (summed over the chunks; exact calls:
+ * (nranks-1) * sendcount * element size), so the gathered payload is nranks *
+ * encodedBytes(sendcount); codec "none" for exact calls; algorithm "delta/direct" (host),
+ * "delta/<the device gather's algorithm>" (device).
+ * sendcount == 0 is a no-op (no header: a peer that posts a non-zero count then waits until
+ * COCCL_TIMEOUT_MS); so is a call that fails its argument checks, which run on the calling
+ * rank alone before the header exchange (cocclInvalidArgument there, the peers wait).
+ * Errors: cocclInvalidArgument (as cocclAllGather; flags other than COCCL_DELTA_RESET; sendbuff
+ * overlapping recvbuff as above); cocclInvalidUsage (the ranks disagree, as above; device
+ * buffers with a codec without device operations or while the device path is off). */
+#define COCCL_DELTA_RESET 0x1u
+COCCL_API cocclResult_t cocclAllGatherDelta(const void* sendbuff, void* recvbuff,
+                                            size_t sendcount, cocclDataType_t datatype,
+                                            cocclCodec_t codec, unsigned int flags,
+                                            cocclComm_t comm, cudaStream_t stream);
+
 /* As cocclSend / cocclRecv with this codec for this call regardless of the policy and size
  * threshold (COCCL_CODEC_POLICY: the policy's choice, as cocclSend / cocclRecv). A datatype the
  * codec cannot encode (e.g. int32, fp64) runs uncompressed. Both ends must pass the same codec

@@ -141,6 +141,40 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
       });
 }
 
+cocclResult_t doAllGatherDelta(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               cocclDataType_t dt, cocclCodec_t codec, unsigned flags,
+                               cocclComm_t comm, cudaStream_t stream) {
+  return run(
+      comm, "cocclAllGatherDelta",
+      [&](Communicator& c) {
+        checkType(dt);
+        COCCL_CHECK_ARG((flags & ~COCCL_DELTA_RESET) == 0,
+                        "flags 0x%x: only COCCL_DELTA_RESET (0x%x) is defined", flags,
+                        COCCL_DELTA_RESET);
+        size_t in = checkedBytes(sendcount, 1, dt);
+        size_t out = checkedBytes(sendcount, static_cast<size_t>(c.nranks()), dt);
+        checkBuffer(sendbuff, in, "sendbuff");
+        checkBuffer(recvbuff, out, "recvbuff");
+        const char* inPlace =
+            static_cast<const char*>(recvbuff) + static_cast<size_t>(c.rank()) * in;
+        if (flags & COCCL_DELTA_RESET) {
+          checkOverlap(sendbuff, in, recvbuff, out, inPlace);
+        } else if (in) {
+          // recvbuff's own shard is the reference the difference is taken against.
+          auto a = reinterpret_cast<uintptr_t>(sendbuff), b = reinterpret_cast<uintptr_t>(recvbuff);
+          COCCL_CHECK_ARG(!(a < b + out && b < a + in),
+                          "sendbuff overlaps recvbuff (in place needs COCCL_DELTA_RESET: without "
+                          "it recvbuff's own shard holds the previous values)");
+        }
+      },
+      [=] {
+        if (sendcount)
+          comm->impl->runAllGatherDelta(request(Coll::AllGather, sendbuff, recvbuff, sendcount,
+                                                dt, cocclSum, 0, codecOf(codec), stream),
+                                        flags);
+      });
+}
+
 cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int peer,
                     cocclCodec_t codec, cocclComm_t comm, cudaStream_t stream, const char* fn) {
   return guarded(comm, fn, [&] {
@@ -214,6 +248,13 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
                                             cudaStream_t stream) {
   return doAllGather(sendbuff, recvbuff, sendcount, datatype, codec, comm, stream,
                      "cocclAllGatherCodec");
+}
+
+COCCL_API cocclResult_t cocclAllGatherDelta(const void* sendbuff, void* recvbuff,
+                                            size_t sendcount, cocclDataType_t datatype,
+                                            cocclCodec_t codec, unsigned int flags,
+                                            cocclComm_t comm, cudaStream_t stream) {
+  return doAllGatherDelta(sendbuff, recvbuff, sendcount, datatype, codec, flags, comm, stream);
 }
 
 COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, size_t count,

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "codecs/abi/registry.h"
+#include "collectives/delta/delta_device.h"
+#include "collectives/host/delta_header.h"
+#include "collectives/layout.h"
 #include "collectives/device_executors.h"
 #include "collectives/policy_init.h"
 #include "core/agree.h"
+#include "core/dtype.h"
 #include "collectives/host/host_executor.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -79,7 +83,9 @@ CodecPolicy initPolicy(CommContext& ctx) {
 Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
                            const CommConfig& cfg)
     : ctx_(handle, rank, nranks, cfg), policy_(initPolicy(ctx_)) {
-  executors_.push_back(std::make_unique<HostExecutor>(ctx_));
+  auto host = std::make_unique<HostExecutor>(ctx_);
+  host_ = host.get();
+  executors_.push_back(std::move(host));
   DeviceExecutors dev = probeDeviceExecutors(ctx_);
   deviceOff_ = dev.list.empty() ? dev.reason : "";
   for (auto& x : dev.list) executors_.push_back(std::move(x));
@@ -111,6 +117,7 @@ Communicator::~Communicator() {
   if (!healthy && !ctx_.aborted())
     for (auto it = executors_.rbegin(); it != executors_.rend(); ++it) (*it)->abort();
   while (!executors_.empty()) executors_.pop_back();  // reverse order
+  deltaDevice_.reset();  // cudaFree waits for this device's kernels
 }
 
 int Communicator::cudaDevice() const {
@@ -176,6 +183,63 @@ void Communicator::run(CollRequest r) {
   if (r.interCodec) stats_.codec = choice.name;
   x.run(r, stats_);
   totals_[static_cast<int>(r.coll)].add(stats_);
+}
+
+void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
+  r.coll = Coll::AllGather;
+  const int p = nranks();
+  const size_t bytes = logicalBytes(r, p);
+  const bool reset = (flags & COCCL_DELTA_RESET) != 0;
+  r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.codec);
+  r.interCodec = nullptr;
+  r.mem = kindOf(r, rank());
+  const bool device = r.mem == MemKind::Device;
+  const bool delta = r.codec && !reset;
+  // What this rank sends each peer: the chunks' payloads, or the shard's bytes.
+  uint64_t payload = r.count * dtypeSize(r.dt);
+  if (delta) {
+    const size_t chunk = chunkElems(static_cast<size_t>(config().chunkBytes), dtypeSize(r.dt),
+                                    r.codec->blockElems());
+    payload = 0;
+    for (size_t k = 0, K = numChunks(r.count, chunk); k < K; ++k)
+      payload += r.codec->encodedBytes(chunkOf(Range{0, r.count}, chunk, k).count, cocclFloat32);
+  }
+  // Every rank holds every header before anything else happens: the checks below then fail
+  // alike on every rank (their inputs are agreed).
+  const std::vector<DeltaHeader> all = host_->exchangeDeltaHeaders(
+      makeDeltaHeader(flags, r.count, r.dt, device, r.codec, delta, payload));
+  const std::string why = deltaMismatch(all);
+  if (!why.empty()) COCCL_THROW(cocclInvalidUsage, "%s", why.c_str());
+  const size_t headerBytes = static_cast<size_t>(p - 1) * kDeltaHeaderBytes;
+  if (!delta) {
+    r.codec = nullptr;
+    Executor& x = route(r);
+    beginStats(bytes, nullptr);
+    x.run(r, stats_);
+    stats_.wireBytesSent += headerBytes;
+    return;
+  }
+  beginStats(bytes, r.codec);
+  if (!device) {
+    host_->runAllGatherDelta(r, stats_);
+  } else {
+    COCCL_CHECK_USAGE(r.codec->hasDeviceOps(),
+                      "AllGatherDelta with codec %s on device buffers: the codec has no device "
+                      "launchers (COCCL_CODEC_CAP_DEVICE); use host buffers or another codec",
+                      r.codec->name());
+    COCCL_CHECK_USAGE(DeltaDevice::built() && cudaDevice() >= 0,
+                      "AllGatherDelta: device buffers, but the device path is off: %s",
+                      deviceOff_.empty() ? "no device executor" : deviceOff_.c_str());
+    if (!deltaDevice_) deltaDevice_ = std::make_unique<DeltaDevice>(cudaDevice());
+    stats_.wireBytesSent = 0;
+    deltaDevice_->run(r, p, rank(), static_cast<size_t>(config().chunkBytes),
+                      [this](CollRequest& g, CollStats& st) {
+                        Executor& x = route(g);
+                        x.run(g, st);
+                      },
+                      stats_);
+  }
+  stats_.wireBytesSent += headerBytes;
 }
 
 void Communicator::runP2P(std::vector<CollRequest> group) {

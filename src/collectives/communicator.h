@@ -27,6 +27,9 @@
 
 namespace coccl {
 
+class HostExecutor;
+class DeltaDevice;
+
 class Communicator {
  public:
   Communicator(const BootstrapHandle& handle, int rank, int nranks, const CommConfig& cfg);
@@ -49,6 +52,12 @@ class Communicator {
   void run(CollRequest r);
   // Runs every Send and Recv of a group together.
   void runP2P(std::vector<CollRequest> group);
+  // cocclAllGatherDelta (include/coccl.h): `r` an AllGather (codec: the per-call choice or
+  // nullptr for the policy's), `flags` the call's (COCCL_DELTA_RESET). The header exchange and
+  // check first (host transport, collectives/host/delta_header.h), then the exact AllGather
+  // (reset, no codec) through the router, the difference mode on the host executor (host
+  // buffers) or composed from the device executors' exact AllGather (collectives/delta/).
+  void runAllGatherDelta(CollRequest r, unsigned flags);
 
   // Error state: fail() records an error of a host operation (first wins) and closes the
   // bootstrap; asyncError() is that error, else one an executor raised.
@@ -69,6 +78,8 @@ class Communicator {
   CommContext ctx_;
   CodecPolicy policy_;
   std::vector<std::unique_ptr<Executor>> executors_;  // routing order; destroyed in reverse
+  HostExecutor* host_ = nullptr;                       // executors_[0]
+  std::unique_ptr<DeltaDevice> deltaDevice_;  // the device difference mode's scratch (lazily)
   std::string deviceOff_;  // why there is no device executor ("" when there is one)
   std::atomic<bool> saidFallback_{false};
   CollStats stats_;

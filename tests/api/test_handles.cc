@@ -31,6 +31,10 @@ void expectEveryCallRejects(cocclComm_t dead) {
             cocclInvalidArgument);
   EXPECT_EQ(cocclAllGather(a.data(), b.data(), 1, cocclFloat32, dead, nullptr),
             cocclInvalidArgument);
+  EXPECT_EQ(cocclAllGatherDelta(a.data(), b.data(), 1, cocclFloat32, COCCL_CODEC_POLICY,
+                                COCCL_DELTA_RESET, dead, nullptr),
+            cocclInvalidArgument);
+  EXPECT_TRUE(saysNotLive()) << cocclGetLastError(nullptr);
   EXPECT_EQ(cocclBroadcast(a.data(), b.data(), 4, cocclFloat32, 0, dead, nullptr),
             cocclInvalidArgument);
   EXPECT_EQ(cocclReduce(a.data(), b.data(), 4, cocclFloat32, cocclSum, 0, dead, nullptr),

@@ -11,6 +11,7 @@
 
 #include "collectives/executor.h"
 #include "collectives/host/buffer_pool.h"
+#include "collectives/host/delta_header.h"
 #include "comm/context.h"
 #include "transport/transport.h"
 
@@ -26,6 +27,13 @@ class HostExecutor final : public Executor {
   bool supports(const CollRequest& r) const override { return r.mem == MemKind::Host; }
   void run(const CollRequest& r, CollStats& stats) override;
   void runP2P(const std::vector<CollRequest>& group, CollStats& stats) override;
+
+  // cocclAllGatherDelta (delta.cc). Every rank's header in rank order (mine in my place), over
+  // this executor's transport whatever the call's buffers: p-1 sends and receives of
+  // kDeltaHeaderBytes. Then, on host buffers, the difference mode of `r` (an AllGather whose
+  // codec is set; recvbuff holds the previous values): wire bytes and algorithm into `stats`.
+  std::vector<DeltaHeader> exchangeDeltaHeaders(const DeltaHeader& mine);
+  void runAllGatherDelta(const CollRequest& r, CollStats& stats);
 
   // For the algorithms (algorithms.h).
   int rank() const { return ctx_.rank(); }

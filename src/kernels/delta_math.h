@@ -1,0 +1,50 @@
+// The element rule of the weight-difference AllGather (cocclAllGatherDelta, include/coccl.h),
+// shared by the host loops (src/collectives/host/delta.cc) and the CUDA kernels
+// (src/collectives/delta/delta_kernels.cu) so that both give the same bits:
+//   encode side:  d   = fp32(next) - fp32(prev)          (one fp32 subtraction, RNE)
+//   decode side:  out = T(fp32(prev) + decoded)           (one fp32 addition, RNE, then RNE to T)
+// with T the element type (fp32, fp16, bf16; 16-bit values convert to fp32 exactly) and
+// `decoded` the codec's fp32 decode of the payload of d. IEEE arithmetic throughout: no fused
+// multiply-add (there is none to fuse), NaN and +-Inf propagate as the fp32 operations say.
+#pragma once
+
+#include <cstdint>
+
+#include "coccl.h"
+#include "kernels/float_convert.h"
+#include "kernels/host_device.h"
+
+namespace coccl {
+namespace kmath {
+
+// Element i of a typed buffer as fp32 (exact for fp16 / bf16).
+template <int kType>
+COCCL_HD float deltaLoad(const void* p, size_t i) {
+  if (kType == cocclFloat32) return static_cast<const float*>(p)[i];
+  const uint16_t h = static_cast<const uint16_t*>(p)[i];
+  return kType == cocclBfloat16 ? bf16ToFloat(h) : fp16ToFloat(h);
+}
+
+// Stores fp32 v into element i of a typed buffer, rounding to nearest even.
+template <int kType>
+COCCL_HD void deltaStore(void* p, size_t i, float v) {
+  if (kType == cocclFloat32)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] = kType == cocclBfloat16 ? floatToBf16(v) : floatToFp16(v);
+}
+
+// d = next - prev in fp32 (what is encoded).
+template <int kType>
+COCCL_HD float deltaDiff(const void* next, const void* prev, size_t i) {
+  return subRn(deltaLoad<kType>(next, i), deltaLoad<kType>(prev, i));
+}
+
+// out[i] = T(out[i] + decoded) (out holds prev on entry).
+template <int kType>
+COCCL_HD void deltaApply(void* out, size_t i, float decoded) {
+  deltaStore<kType>(out, i, addRn(deltaLoad<kType>(out, i), decoded));
+}
+
+}  // namespace kmath
+}  // namespace coccl
