@@ -48,6 +48,12 @@ void ringAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, si
 // Adds the bytes sent (headers and payloads) to the executor's statistics.
 void hostSendRecv(HostExecutor& c, const std::vector<CollRequest>& group);
 
+// The call's agreement (agree_call.cc, descriptor in collectives/call_desc.h): sends this
+// rank's descriptor of `r` to every peer, receives theirs, and throws cocclInvalidUsage with
+// the same message on every rank when any differ. Nothing else is posted before it returns.
+// Adds the descriptor bytes to the executor's statistics.
+void agreeCall(HostExecutor& c, const CollRequest& r);
+
 // Broadcast from root (exact): direct for few ranks, pipelined chain otherwise.
 void broadcast(HostExecutor& c, const char* in, char* out, size_t bytes, int root);
 // Reduce to root (exact), chunked.

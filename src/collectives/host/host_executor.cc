@@ -33,8 +33,13 @@ HostExecutor::~HostExecutor() {
 }
 
 uint64_t HostExecutor::nextCollectiveTag() {
-  uint64_t seq = collSeq_++ & ((uint64_t{1} << kSeqBits) - 1);
+  // Wraps before 2^22 - 1, the call descriptors' sequence value.
+  uint64_t seq = collSeq_++ % ((uint64_t{1} << kSeqBits) - 1);
   return kindBits(TagKind::Collective) | (seq << kSubBits);
+}
+
+uint64_t HostExecutor::callDescTag() {
+  return kindBits(TagKind::Collective) | (((uint64_t{1} << kSeqBits) - 1) << kSubBits);
 }
 
 uint64_t HostExecutor::nextSendSeq(int peer) { return sendSeq_[static_cast<size_t>(peer)]++; }
@@ -56,6 +61,8 @@ bool HostExecutor::useRing() const {
 void HostExecutor::run(const CollRequest& r, CollStats& stats) {
   stats_ = &stats;
   stats.wireBytesSent = 0;
+  agreeCall(*this, r);  // throws cocclInvalidUsage, before any data moves, when ranks differ
+  if (!r.count) return;
   const auto* in = static_cast<const char*>(r.in);
   auto* out = static_cast<char*>(r.out);
   const bool ring = useRing();

@@ -1,0 +1,143 @@
+#include "collectives/call_desc.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "codecs/codec.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace coccl {
+namespace {
+
+bool hasRoot(Coll c) {
+  return c == Coll::Broadcast || c == Coll::Reduce;
+}
+bool hasOp(Coll c) {
+  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce;
+}
+
+std::string collText(uint32_t c) {
+  return c <= static_cast<uint32_t>(Coll::Recv) ? collName(static_cast<Coll>(c))
+                                                : format("collective %u", c);
+}
+
+std::string typeText(uint32_t dt) {
+  return dtypeValid(static_cast<int>(dt)) ? dtypeName(static_cast<cocclDataType_t>(dt))
+                                          : format("type %u", dt);
+}
+
+std::string opText(uint32_t op) {
+  static const char* const kOps[] = {"sum", "prod", "max", "min", "avg"};
+  return op < sizeof(kOps) / sizeof(kOps[0]) ? kOps[op] : format("op %u", op);
+}
+
+std::string codecText(const CallDesc& d) {
+  std::string s(d.codec, strnlen(d.codec, sizeof(d.codec)));
+  if (s.empty()) s = "?";
+  if (d.codecHash) s += format("@%u", d.codecFormat);
+  return s;
+}
+
+}  // namespace
+
+uint64_t fnv1a64(const void* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+CallDesc makeCallDesc(const CollRequest& r) {
+  CallDesc d;
+  d.coll = static_cast<uint16_t>(r.coll);
+  d.seq = r.seq;
+  d.count = r.count;
+  d.dtype = static_cast<uint32_t>(r.dt);
+  d.op = hasOp(r.coll) ? static_cast<uint32_t>(r.op) : 0;
+  d.root = hasRoot(r.coll) ? r.root : 0;
+  std::string text = "none";
+  if (r.codec) {
+    text = r.codec->spec();
+    d.codecFormat = r.codec->formatVersion();
+    d.codecHash = fnv1a64(text.data(), text.size());
+  }
+  if (r.codec && r.interCodec) {
+    const std::string& s = r.interCodec->spec();
+    d.interFormat = r.interCodec->formatVersion();
+    d.interHash = fnv1a64(s.data(), s.size());
+    text += "|" + s;
+  }
+  std::memcpy(d.codec, text.data(), std::min(text.size(), sizeof(d.codec) - 1));
+  d.hash = fnv1a64(&d, kCallDescHashedBytes);
+  return d;
+}
+
+std::string callDescMismatch(const CallDesc* all, int n) {
+  if (n <= 0) return "";
+  const CallDesc& a = all[0];
+  for (int r = 0; r < n; ++r)
+    if (all[r].magic != kCallDescMagic || all[r].version != kCallDescVersion)
+      return format(
+          "%s: rank %d's call descriptor has magic 0x%08x version %u (expected 0x%08x version "
+          "%u): do all ranks run the same coccl?",
+          collText(a.coll).c_str(), r, all[r].magic, static_cast<unsigned>(all[r].version),
+          kCallDescMagic, static_cast<unsigned>(kCallDescVersion));
+  std::string diff;
+  // Field `name` differs when pred(rank) does: the first such rank against rank 0.
+  auto field = [&](const char* name, auto differs, auto text) {
+    for (int r = 1; r < n; ++r) {
+      if (!differs(all[r])) continue;
+      diff += format("%s%s differs: %s on rank 0, %s on rank %d", diff.empty() ? "" : "; ", name,
+                     text(a).c_str(), text(all[r]).c_str(), r);
+      return;
+    }
+  };
+  auto u64 = [](uint64_t v) { return format("%llu", static_cast<unsigned long long>(v)); };
+  field(
+      "collective", [&](const CallDesc& d) { return d.coll != a.coll; },
+      [&](const CallDesc& d) { return collText(d.coll); });
+  field(
+      "call number", [&](const CallDesc& d) { return d.seq != a.seq; },
+      [&](const CallDesc& d) { return u64(d.seq); });
+  field(
+      "count", [&](const CallDesc& d) { return d.count != a.count; },
+      [&](const CallDesc& d) { return u64(d.count); });
+  field(
+      "datatype", [&](const CallDesc& d) { return d.dtype != a.dtype; },
+      [&](const CallDesc& d) { return typeText(d.dtype); });
+  field(
+      "op", [&](const CallDesc& d) { return d.op != a.op; },
+      [&](const CallDesc& d) { return opText(d.op); });
+  field(
+      "root", [&](const CallDesc& d) { return d.root != a.root; },
+      [&](const CallDesc& d) { return format("%d", d.root); });
+  field(
+      "codec",
+      [&](const CallDesc& d) {
+        return d.codecHash != a.codecHash || d.codecFormat != a.codecFormat ||
+               d.interHash != a.interHash || d.interFormat != a.interFormat ||
+               std::memcmp(d.codec, a.codec, sizeof(a.codec)) != 0;
+      },
+      codecText);
+  // A difference only the hash sees (a field this build does not compare): still an error.
+  if (diff.empty())
+    field(
+        "descriptor hash", [&](const CallDesc& d) { return d.hash != a.hash; },
+        [&](const CallDesc& d) {
+          return format("0x%016llx", static_cast<unsigned long long>(d.hash));
+        });
+  if (diff.empty()) return "";
+  std::string msg = format("%s (call %llu on rank 0): ranks disagree: %s", collText(a.coll).c_str(),
+                           static_cast<unsigned long long>(a.seq), diff.c_str());
+  for (int r = 1; r < n; ++r)
+    if (all[r].seq != a.seq) {
+      msg +=
+          " (different call numbers: the ranks are out of step, e.g. a rank skipped a call "
+          "whose argument checks failed there; destroy the communicator)";
+      break;
+    }
+  return msg;
+}
+
+}  // namespace coccl
