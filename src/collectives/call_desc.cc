@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "codecs/codec.h"
 #include "core/dtype.h"
@@ -41,6 +42,12 @@ std::string codecText(const CallDesc& d) {
 
 }  // namespace
 
+CallDesc callDescFromBytes(const void* p) {
+  CallDesc d;
+  std::memcpy(static_cast<void*>(&d), p, sizeof(d));
+  return d;
+}
+
 uint64_t fnv1a64(const void* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
   const auto* b = static_cast<const unsigned char*>(p);
@@ -73,71 +80,91 @@ CallDesc makeCallDesc(const CollRequest& r) {
   return d;
 }
 
-std::string callDescMismatch(const CallDesc* all, int n) {
-  if (n <= 0) return "";
-  const CallDesc& a = all[0];
+namespace {
+
+// The message for descriptors d[0..n-1] of ranks rk[0..n-1], d[0] the reference.
+std::string describe(const CallDesc* const* d, const int* rk, int n) {
+  const CallDesc& a = *d[0];
   for (int r = 0; r < n; ++r)
-    if (all[r].magic != kCallDescMagic || all[r].version != kCallDescVersion)
+    if (d[r]->magic != kCallDescMagic || d[r]->version != kCallDescVersion)
       return format(
           "%s: rank %d's call descriptor has magic 0x%08x version %u (expected 0x%08x version "
           "%u): do all ranks run the same coccl?",
-          collText(a.coll).c_str(), r, all[r].magic, static_cast<unsigned>(all[r].version),
+          collText(a.coll).c_str(), rk[r], d[r]->magic, static_cast<unsigned>(d[r]->version),
           kCallDescMagic, static_cast<unsigned>(kCallDescVersion));
   std::string diff;
-  // Field `name` differs when pred(rank) does: the first such rank against rank 0.
+  // Field `name` differs when differs(desc) does: the first such rank against the reference.
   auto field = [&](const char* name, auto differs, auto text) {
     for (int r = 1; r < n; ++r) {
-      if (!differs(all[r])) continue;
-      diff += format("%s%s differs: %s on rank 0, %s on rank %d", diff.empty() ? "" : "; ", name,
-                     text(a).c_str(), text(all[r]).c_str(), r);
+      if (!differs(*d[r])) continue;
+      diff += format("%s%s differs: %s on rank %d, %s on rank %d", diff.empty() ? "" : "; ", name,
+                     text(a).c_str(), rk[0], text(*d[r]).c_str(), rk[r]);
       return;
     }
   };
   auto u64 = [](uint64_t v) { return format("%llu", static_cast<unsigned long long>(v)); };
   field(
-      "collective", [&](const CallDesc& d) { return d.coll != a.coll; },
-      [&](const CallDesc& d) { return collText(d.coll); });
+      "collective", [&](const CallDesc& x) { return x.coll != a.coll; },
+      [&](const CallDesc& x) { return collText(x.coll); });
   field(
-      "call number", [&](const CallDesc& d) { return d.seq != a.seq; },
-      [&](const CallDesc& d) { return u64(d.seq); });
+      "call number", [&](const CallDesc& x) { return x.seq != a.seq; },
+      [&](const CallDesc& x) { return u64(x.seq); });
   field(
-      "count", [&](const CallDesc& d) { return d.count != a.count; },
-      [&](const CallDesc& d) { return u64(d.count); });
+      "count", [&](const CallDesc& x) { return x.count != a.count; },
+      [&](const CallDesc& x) { return u64(x.count); });
   field(
-      "datatype", [&](const CallDesc& d) { return d.dtype != a.dtype; },
-      [&](const CallDesc& d) { return typeText(d.dtype); });
+      "datatype", [&](const CallDesc& x) { return x.dtype != a.dtype; },
+      [&](const CallDesc& x) { return typeText(x.dtype); });
   field(
-      "op", [&](const CallDesc& d) { return d.op != a.op; },
-      [&](const CallDesc& d) { return opText(d.op); });
+      "op", [&](const CallDesc& x) { return x.op != a.op; },
+      [&](const CallDesc& x) { return opText(x.op); });
   field(
-      "root", [&](const CallDesc& d) { return d.root != a.root; },
-      [&](const CallDesc& d) { return format("%d", d.root); });
+      "root", [&](const CallDesc& x) { return x.root != a.root; },
+      [&](const CallDesc& x) { return format("%d", x.root); });
   field(
       "codec",
-      [&](const CallDesc& d) {
-        return d.codecHash != a.codecHash || d.codecFormat != a.codecFormat ||
-               d.interHash != a.interHash || d.interFormat != a.interFormat ||
-               std::memcmp(d.codec, a.codec, sizeof(a.codec)) != 0;
+      [&](const CallDesc& x) {
+        return x.codecHash != a.codecHash || x.codecFormat != a.codecFormat ||
+               x.interHash != a.interHash || x.interFormat != a.interFormat ||
+               std::memcmp(x.codec, a.codec, sizeof(a.codec)) != 0;
       },
       codecText);
   // A difference only the hash sees (a field this build does not compare): still an error.
   if (diff.empty())
     field(
-        "descriptor hash", [&](const CallDesc& d) { return d.hash != a.hash; },
-        [&](const CallDesc& d) {
-          return format("0x%016llx", static_cast<unsigned long long>(d.hash));
+        "descriptor hash", [&](const CallDesc& x) { return x.hash != a.hash; },
+        [&](const CallDesc& x) {
+          return format("0x%016llx", static_cast<unsigned long long>(x.hash));
         });
   if (diff.empty()) return "";
-  std::string msg = format("%s (call %llu on rank 0): ranks disagree: %s", collText(a.coll).c_str(),
-                           static_cast<unsigned long long>(a.seq), diff.c_str());
+  std::string msg =
+      format("%s (call %llu on rank %d): ranks disagree: %s", collText(a.coll).c_str(),
+             static_cast<unsigned long long>(a.seq), rk[0], diff.c_str());
   for (int r = 1; r < n; ++r)
-    if (all[r].seq != a.seq) {
+    if (d[r]->seq != a.seq) {
       msg +=
           " (different call numbers: the ranks are out of step, e.g. a rank skipped a call "
           "whose argument checks failed there; destroy the communicator)";
       break;
     }
   return msg;
+}
+
+}  // namespace
+
+std::string callDescMismatch(const CallDesc* all, int n) {
+  if (n <= 0) return "";
+  std::vector<const CallDesc*> d(static_cast<size_t>(n));
+  std::vector<int> rk(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) d[static_cast<size_t>(r)] = &all[r], rk[static_cast<size_t>(r)] = r;
+  return describe(d.data(), rk.data(), n);
+}
+
+std::string callDescPairMismatch(const CallDesc& mine, int myRank, const CallDesc& theirs,
+                                 int peer) {
+  const CallDesc* d[2] = {&mine, &theirs};
+  const int rk[2] = {myRank, peer};
+  return describe(d, rk, 2);
 }
 
 }  // namespace coccl

@@ -12,8 +12,13 @@
 //     message is posted: nothing is written to recvbuff and the transport stays in step (the
 //     communicator stays usable for calls that agree; a `seq` difference means the ranks are
 //     out of step and every later call will differ too: destroy the communicator).
-//   device executors: the 8-byte `hash` (FNV-1a of every field before it) is what a peer can
-//     compare in a per-call slot; on a difference, the full descriptors give the message.
+//   CUDA IPC (cuda_ipc/kernel_common.cuh agreeCall): every block of a collective kernel writes
+//     the descriptor into every peer's region and raises a flag, waits for every peer's, and
+//     compares the 128 bytes before any data moves; a difference is the asynchronous error
+//     kDevMismatch (cocclInvalidUsage from cocclCommGetAsyncError on every rank, the message of
+//     callDescPairMismatch on the next call); the communicator is then broken.
+//   The `hash` (FNV-1a of every field before it) is there for transports that can only
+//   compare 8 bytes cheaply.
 //
 // Sequence number: the communicator counts every collective call that reaches the C API with
 // a usable communicator (Communicator::nextCallSeq), including calls that then fail their own
@@ -59,6 +64,9 @@ struct CallDesc {
 static_assert(sizeof(CallDesc) == 128, "the call descriptor is 128 bytes on the wire");
 constexpr size_t kCallDescHashedBytes = offsetof(CallDesc, hash);
 
+// The descriptor held in 128 bytes at `p` (as a device path stored it).
+CallDesc callDescFromBytes(const void* p);
+
 // FNV-1a 64 of `n` bytes.
 uint64_t fnv1a64(const void* p, size_t n);
 
@@ -73,5 +81,10 @@ CallDesc makeCallDesc(const CollRequest& r);
 // A descriptor with a wrong magic or version is named as such. Pure: the same input gives the
 // same message on every rank.
 std::string callDescMismatch(const CallDesc* all, int n);
+
+// The same message for two descriptors only (a device path that learned one peer's): "" when
+// they agree, else every differing field with `mine` on `myRank` and `theirs` on `peer`.
+std::string callDescPairMismatch(const CallDesc& mine, int myRank, const CallDesc& theirs,
+                                 int peer);
 
 }  // namespace coccl
