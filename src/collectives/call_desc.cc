@@ -48,6 +48,12 @@ CallDesc callDescFromBytes(const void* p) {
   return d;
 }
 
+uint64_t callDescHash(const CallDesc& d) {
+  CallDesc c = d;
+  c.eagerBytes = 0;
+  return fnv1a64(&c, kCallDescHashedBytes);
+}
+
 uint64_t fnv1a64(const void* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
   const auto* b = static_cast<const unsigned char*>(p);
@@ -76,7 +82,7 @@ CallDesc makeCallDesc(const CollRequest& r) {
     text += "|" + s;
   }
   std::memcpy(d.codec, text.data(), std::min(text.size(), sizeof(d.codec) - 1));
-  d.hash = fnv1a64(&d, kCallDescHashedBytes);
+  d.hash = callDescHash(d);
   return d;
 }
 

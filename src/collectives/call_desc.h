@@ -4,14 +4,16 @@
 // cocclInvalidUsage on every rank instead of a silent wrong answer (README "Agreement").
 //
 // Where it travels:
-//   host (collectives/host/agree_call.cc): every rank sends its 128-byte descriptor to every
+//   host (collectives/host/agree_call.h): every rank sends its 128-byte descriptor to every
 //     peer on a tag of its own that carries no call number (a FIFO per pair of ranks, so a
 //     rank that skipped a call meets its peers' previous call and the `seq` field tells), then
 //     compares all p descriptors: every rank holds the same p descriptors, so every rank
-//     reaches the same verdict with the same message. A mismatch throws before any data
-//     message is posted: nothing is written to recvbuff and the transport stays in step (the
-//     communicator stays usable for calls that agree; a `seq` difference means the ranks are
-//     out of step and every later call will differ too: destroy the communicator).
+//     reaches the same verdict with the same message. Small first data messages may already
+//     be on their way (eagerBytes); nothing is received into, or written to, recvbuff before
+//     the check passes, and on a mismatch the eager messages are drained into pool buffers, so
+//     the transport stays in step (the communicator stays usable for calls that agree; a `seq`
+//     difference means the ranks are out of step and every later call will differ too:
+//     destroy the communicator).
 //   CUDA IPC (cuda_ipc/kernel_common.cuh agreeCall): every block of a collective kernel writes
 //     the descriptor into every peer's region and raises a flag, waits for every peer's, and
 //     compares the 128 bytes before any data moves; a difference is the asynchronous error
@@ -28,9 +30,10 @@
 // Layout (128 bytes, little-endian as the hosts store it; the wire carries the struct bytes):
 //   magic u32 'CCD1' | version u16 | coll u16 | seq u64 | count u64 (elements as the API counts
 //   them) | dtype u32 | op u32 | root i32 | codecFormat u32 (formatVersion, 0 exact) |
-//   codecHash u64 (FNV-1a of the canonical spec, 0 exact) | interFormat u32 | reserved u32 |
-//   interHash u64 (the inter-node codec of a two-level entry, 0 none) | hash u64 (FNV-1a of
-//   the 72 bytes before it) | codec char[56] ("spec" or "spec|inter spec", cut, NUL-ended).
+//   codecHash u64 (FNV-1a of the canonical spec, 0 exact) | interFormat u32 | eagerBytes u32
+//   (host only, not compared) | interHash u64 (the inter-node codec of a two-level entry, 0
+//   none) | hash u64 (FNV-1a of the 72 bytes before it, eagerBytes as 0) | codec char[56]
+//   ("spec" or "spec|inter spec", cut, NUL-ended).
 #pragma once
 
 #include <cstddef>
@@ -56,7 +59,9 @@ struct CallDesc {
   uint32_t codecFormat = 0;
   uint64_t codecHash = 0;
   uint32_t interFormat = 0;
-  uint32_t reserved = 0;
+  // Host path only, not compared and not hashed (0 when hashing): the bytes of the data
+  // message the sender sent to this receiver right behind the descriptor (agree_call.h).
+  uint32_t eagerBytes = 0;
   uint64_t interHash = 0;
   uint64_t hash = 0;
   char codec[56] = {};
@@ -69,6 +74,8 @@ CallDesc callDescFromBytes(const void* p);
 
 // FNV-1a 64 of `n` bytes.
 uint64_t fnv1a64(const void* p, size_t n);
+// The descriptor's `hash`: FNV-1a of its first kCallDescHashedBytes bytes, eagerBytes as 0.
+uint64_t callDescHash(const CallDesc& d);
 
 // The descriptor of `r` as this rank will run it (r.codec / r.interCodec after routing; the
 // root only for Broadcast and Reduce, the op only for reducing collectives, so that fields

@@ -1,35 +1,62 @@
-// The host collectives' per-call agreement (protocol in collectives/call_desc.h): an
-// all-to-all of 128-byte descriptors on the descriptor tag, then the same comparison on every
-// rank. One small message to and from every peer, all in flight at once: one one-way latency
-// per call (perf/RESULTS.md "Agreement" has the measured cost).
-#include <vector>
+#include "collectives/host/agree_call.h"
 
-#include "collectives/call_desc.h"
-#include "collectives/host/algorithms.h"
+#include <string>
+
 #include "collectives/host/host_executor.h"
 #include "core/error.h"
 
 namespace coccl {
 
-void agreeCall(HostExecutor& c, const CollRequest& r) {
-  const int p = c.nranks(), me = c.rank();
-  std::vector<CallDesc> all(static_cast<size_t>(p));
-  all[static_cast<size_t>(me)] = makeCallDesc(r);
+CallAgreement::CallAgreement(HostExecutor& c, const CollRequest& r) : c_(c) {
+  const size_t p = static_cast<size_t>(c.nranks());
+  in_.assign(p, makeCallDesc(r));
+  out_.assign(p, in_[0]);
+}
+
+void CallAgreement::start(const std::vector<uint32_t>& eagerTo) {
+  const int p = c_.nranks(), me = c_.rank();
   if (p == 1) return;
-  Transport& t = c.transport();
+  Transport& t = c_.transport();
   const uint64_t tag = HostExecutor::callDescTag();
-  std::vector<RequestPtr> reqs;
-  reqs.reserve(2 * static_cast<size_t>(p - 1));
+  reqs_.reserve(2 * static_cast<size_t>(p - 1));
   for (int j = 0; j < p; ++j)
-    if (j != me) reqs.push_back(t.irecv(j, tag, &all[static_cast<size_t>(j)], sizeof(CallDesc)));
+    if (j != me) reqs_.push_back(t.irecv(j, tag, &in_[static_cast<size_t>(j)], sizeof(CallDesc)));
   for (int d = 1; d < p; ++d) {
     const int j = (me + d) % p;
-    reqs.push_back(t.isend(j, tag, &all[static_cast<size_t>(me)], sizeof(CallDesc)));
+    CallDesc& o = out_[static_cast<size_t>(j)];
+    o.eagerBytes = static_cast<size_t>(j) < eagerTo.size() ? eagerTo[static_cast<size_t>(j)] : 0;
+    reqs_.push_back(t.isend(j, tag, &o, sizeof(CallDesc)));
   }
-  c.stats().wireBytesSent += sizeof(CallDesc) * static_cast<size_t>(p - 1);
-  c.waiter().waitAll(reqs, "call agreement (are all ranks in this collective?)");
-  const std::string why = callDescMismatch(all.data(), p);
-  if (!why.empty()) COCCL_THROW(cocclInvalidUsage, "%s", why.c_str());
+  c_.stats().wireBytesSent += sizeof(CallDesc) * static_cast<size_t>(p - 1);
+}
+
+void CallAgreement::finish(std::vector<RequestPtr>* mineEager, uint64_t eagerTag) {
+  const int p = c_.nranks(), me = c_.rank();
+  if (p == 1) return;
+  c_.waiter().waitAll(reqs_, "call agreement (are all ranks in this collective?)");
+  in_[static_cast<size_t>(me)] = out_[static_cast<size_t>(me)];
+  const std::string why = callDescMismatch(in_.data(), p);
+  if (why.empty()) return;
+  // Drain what the peers sent ahead (sizes from their descriptors, never above the cap), and
+  // let this rank's own eager sends complete before their buffers go.
+  std::vector<PoolBuffer> sink;
+  std::vector<RequestPtr> drain;
+  for (int j = 0; j < p; ++j) {
+    const CallDesc& d = in_[static_cast<size_t>(j)];
+    if (j == me || d.magic != kCallDescMagic || !d.eagerBytes || d.eagerBytes > kAgreeEagerBytes)
+      continue;
+    sink.push_back(c_.pool().get(d.eagerBytes));
+    drain.push_back(c_.transport().irecv(j, eagerTag, sink.back().data(), d.eagerBytes));
+  }
+  c_.waiter().waitAll(drain, "call agreement (dropping a disagreeing peer's data)");
+  if (mineEager) c_.waiter().waitAll(*mineEager, "call agreement (this rank's data sent ahead)");
+  COCCL_THROW(cocclInvalidUsage, "%s", why.c_str());
+}
+
+void agreeCall(HostExecutor& c, const CollRequest& r) {
+  CallAgreement a(c, r);
+  a.start();
+  a.finish();
 }
 
 }  // namespace coccl

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/host/agree_call.h"
 #include "collectives/host/algorithms.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
@@ -61,8 +62,24 @@ bool HostExecutor::useRing() const {
 void HostExecutor::run(const CollRequest& r, CollStats& stats) {
   stats_ = &stats;
   stats.wireBytesSent = 0;
-  agreeCall(*this, r);  // throws cocclInvalidUsage, before any data moves, when ranks differ
-  if (!r.count) return;
+  // The call's agreement (agree_call.h) throws cocclInvalidUsage, before anything reaches
+  // recvbuff, when the ranks' calls differ; two-shot runs it with its first messages.
+  CallAgreement agree(*this, r);
+  const int L = ctx_.ranksPerNode();
+  const bool hier = r.codec && r.interCodec && L > 1 && L < nranks();
+  const bool twoShot =
+      (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter) && !hier && !useRing();
+  if (!twoShot) {
+    agree.start();
+    agree.finish();
+  }
+  if (!r.count) {
+    if (twoShot) {
+      agree.start();
+      agree.finish();
+    }
+    return;
+  }
   const auto* in = static_cast<const char*>(r.in);
   auto* out = static_cast<char*>(r.out);
   const bool ring = useRing();
@@ -70,8 +87,7 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
     case Coll::AllReduce:
     case Coll::ReduceScatter: {
       const bool all = r.coll == Coll::AllReduce;
-      const int L = ctx_.ranksPerNode();
-      if (r.codec && r.interCodec && L > 1 && L < nranks()) {
+      if (hier) {
         stats.algorithm = "hierarchical";
         const size_t align = std::max(r.codec->blockElems(), r.interCodec->blockElems());
         const auto shards =
@@ -90,7 +106,7 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
       if (ring)
         ringReduce(*this, flat, in, out, shards, all);
       else
-        twoShotReduce(*this, flat, in, out, shards, all);
+        twoShotReduce(*this, flat, in, out, shards, all, agree);
       break;
     }
     case Coll::AllGather: {
