@@ -194,6 +194,23 @@ const Case kCases[] = {
        return c;
      },
      "collective differs: AllReduce on rank 0, ReduceScatter on rank 1"},
+    // Two-shot sends its first pieces with the descriptors; Broadcast and AllGather do not: the
+    // drained pieces and the untaken tags leave every rank in step (expectUsable).
+    {"collective_twoshot_vs_broadcast",
+     [](int k) {
+       Call c;
+       c.kind = k == 2 ? Call::Broadcast : Call::AllReduce;
+       return c;
+     },
+     "collective differs: AllReduce on rank 0, Broadcast on rank 2"},
+    {"collective_allgather_vs_twoshot",
+     [](int k) {
+       Call c;
+       c.kind = k == 0 ? Call::AllGather : Call::ReduceScatter;
+       c.count = 512;
+       return c;
+     },
+     "collective differs: AllGather on rank 0, ReduceScatter on rank 1"},
     {"allgather_count",
      [](int k) {
        Call c;

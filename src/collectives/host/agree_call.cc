@@ -30,7 +30,7 @@ void CallAgreement::start(const std::vector<uint32_t>& eagerTo) {
   c_.stats().wireBytesSent += sizeof(CallDesc) * static_cast<size_t>(p - 1);
 }
 
-void CallAgreement::finish(std::vector<RequestPtr>* mineEager, uint64_t eagerTag) {
+void CallAgreement::finish(std::vector<RequestPtr>* mineEager) {
   const int p = c_.nranks(), me = c_.rank();
   if (p == 1) return;
   c_.waiter().waitAll(reqs_, "call agreement (are all ranks in this collective?)");
@@ -46,7 +46,8 @@ void CallAgreement::finish(std::vector<RequestPtr>* mineEager, uint64_t eagerTag
     if (j == me || d.magic != kCallDescMagic || !d.eagerBytes || d.eagerBytes > kAgreeEagerBytes)
       continue;
     sink.push_back(c_.pool().get(d.eagerBytes));
-    drain.push_back(c_.transport().irecv(j, eagerTag, sink.back().data(), d.eagerBytes));
+    drain.push_back(
+        c_.transport().irecv(j, HostExecutor::agreeEagerTag(), sink.back().data(), d.eagerBytes));
   }
   c_.waiter().waitAll(drain, "call agreement (dropping a disagreeing peer's data)");
   if (mineEager) c_.waiter().waitAll(*mineEager, "call agreement (this rank's data sent ahead)");

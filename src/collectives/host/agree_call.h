@@ -25,12 +25,13 @@ class CallAgreement {
   CallAgreement(HostExecutor& c, const CollRequest& r);
   // Posts this rank's descriptor to every peer and the receives of theirs. eagerTo[j]: bytes
   // (at most kAgreeEagerBytes) of the data message this rank sends to peer j right after, on
-  // finish()'s eagerTag (empty or 0: none).
+  // HostExecutor::agreeEagerTag() (a FIFO per pair like the descriptors; empty or 0: none).
   void start(const std::vector<uint32_t>& eagerTo = {});
   // Waits for every descriptor and compares them. On a mismatch: receives (and drops) the
   // eager messages the peers announced, waits for `mineEager` (this rank's eager sends), and
-  // throws cocclInvalidUsage with the same message on every rank.
-  void finish(std::vector<RequestPtr>* mineEager = nullptr, uint64_t eagerTag = 0);
+  // throws cocclInvalidUsage with the same message on every rank. Call it before taking the
+  // call's tag (HostExecutor::nextCollectiveTag), so that a failed call takes none.
+  void finish(std::vector<RequestPtr>* mineEager = nullptr);
 
  private:
   HostExecutor& c_;

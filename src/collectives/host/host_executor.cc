@@ -34,9 +34,13 @@ HostExecutor::~HostExecutor() {
 }
 
 uint64_t HostExecutor::nextCollectiveTag() {
-  // Wraps before 2^22 - 1, the call descriptors' sequence value.
-  uint64_t seq = collSeq_++ % ((uint64_t{1} << kSeqBits) - 1);
+  // Wraps before 2^22 - 2 and 2^22 - 1, the agreement's sequence values.
+  uint64_t seq = collSeq_++ % ((uint64_t{1} << kSeqBits) - 2);
   return kindBits(TagKind::Collective) | (seq << kSubBits);
+}
+
+uint64_t HostExecutor::agreeEagerTag() {
+  return kindBits(TagKind::Collective) | (((uint64_t{1} << kSeqBits) - 2) << kSubBits);
 }
 
 uint64_t HostExecutor::callDescTag() {

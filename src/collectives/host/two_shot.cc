@@ -19,9 +19,9 @@ uint64_t subTag(uint64_t base, uint64_t phase, size_t k) {
 
 // Per-chunk state of the pipeline. Slots are reused every kSlots chunks.
 struct Slot {
-  std::vector<PoolBuffer> rsIn;       // wire inputs for my shard, one per peer
+  std::vector<PoolBuffer> rsIn;  // wire inputs for my shard, one per peer
   std::vector<RequestPtr> rsReq;
-  std::vector<PoolBuffer> sendBuf;    // encoded pieces of my input, one per owner
+  std::vector<PoolBuffer> sendBuf;  // encoded pieces of my input, one per owner
   std::vector<RequestPtr> sendReq;
   PoolBuffer result;                  // encoded reduced chunk (compressed AllReduce)
   std::vector<RequestPtr> resultReq;  // its sends
@@ -38,7 +38,7 @@ struct Slot {
   }
 };
 
-constexpr size_t kDepth = 1;              // owner step runs kDepth chunks behind posting
+constexpr size_t kDepth = 1;               // owner step runs kDepth chunks behind posting
 constexpr size_t kSlots = 2 * kDepth + 2;  // posted, reducing, gathering, draining
 
 }  // namespace
@@ -55,7 +55,8 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
     agree.finish();
     return;
   }
-  const uint64_t tag = c.nextCollectiveTag();
+  // Taken after the agreement (a call that fails it takes none: the ranks' tags stay in step).
+  uint64_t tag = 0;
   Transport& t = c.transport();
   Waiter& wt = c.waiter();
   BufferPool& pool = c.pool();
@@ -75,8 +76,11 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
     s.result.release();
   };
 
-  // Bytes of chunk 0's piece for rank j sent with the agreement (0: sent by post(0)).
+  // Bytes of chunk 0's piece for rank j sent with the agreement (0: sent by post(0)), on the
+  // agreement's eager tag; mineEager: the peers sent this rank's chunk-0 pieces so.
   std::vector<uint32_t> eager(static_cast<size_t>(p), 0);
+  bool mineEager = false;
+  const uint64_t eagerTag = HostExecutor::agreeEagerTag();
   // Rank j's piece of chunk k of this rank's input (encoded when compressed).
   auto sendPiece = [&](size_t k, int j) {
     Slot& s = slots[k % kSlots];
@@ -85,7 +89,8 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
     const size_t b = w.bytes(r.count);
     if (w.compressed()) s.sendBuf[j] = pool.get(b);
     const void* bytes = w.pack(in + r.begin * es, r.count, s.sendBuf[j].data());
-    s.sendReq[j] = t.isend(j, subTag(tag, kPhaseRS, k), bytes, b);
+    const bool ahead = k == 0 && eager[static_cast<size_t>(j)];
+    s.sendReq[j] = t.isend(j, ahead ? eagerTag : subTag(tag, kPhaseRS, k), bytes, b);
     wireSent += b;
   };
 
@@ -100,7 +105,8 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
       if (mine.count) {
         size_t b = w.bytes(mine.count);
         s.rsIn[j] = pool.get(b);
-        s.rsReq[j] = t.irecv(j, subTag(tag, kPhaseRS, k), s.rsIn[j].data(), b);
+        s.rsReq[j] = t.irecv(j, k == 0 && mineEager ? eagerTag : subTag(tag, kPhaseRS, k),
+                             s.rsIn[j].data(), b);
       }
       Range theirs = chunkOf(shards[j], chunk, k);
       if (allReduce && theirs.count) {
@@ -164,18 +170,23 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
 
   // The agreement, with chunk 0's small reduce-scatter pieces right behind the descriptors
   // (agree_call.h): they wait at the owners until the check passed and post(0) receives them.
-  for (int j = 0; j < p; ++j) {
+  // Every rank computes the same pieces (once the check passed), so sender and receiver pick
+  // the same tag.
+  auto eagerBytes = [&](int j) -> uint32_t {
     const Range r = chunkOf(shards[j], chunk, 0);
     const size_t b = r.count ? w.bytes(r.count) : 0;
-    if (j != me && b && b <= kAgreeEagerBytes)
-      eager[static_cast<size_t>(j)] = static_cast<uint32_t>(b);
-  }
+    return b && b <= kAgreeEagerBytes ? static_cast<uint32_t>(b) : 0;
+  };
+  for (int j = 0; j < p; ++j)
+    if (j != me) eager[static_cast<size_t>(j)] = eagerBytes(j);
+  mineEager = eagerBytes(me) != 0;
   agree.start(eager);
   for (int d = 1; d < p; ++d) {
     const int j = (me + d) % p;
     if (eager[static_cast<size_t>(j)]) sendPiece(0, j);
   }
-  agree.finish(&slots[0].sendReq, subTag(tag, kPhaseRS, 0));
+  agree.finish(&slots[0].sendReq);
+  tag = c.nextCollectiveTag();
 
   for (size_t step = 0; step < K + 2 * kDepth; ++step) {
     if (step < K) post(step);
@@ -192,7 +203,8 @@ void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, 
   const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
   const size_t K = numChunks(count, chunk);
   if (K == 0) return;
-  const uint64_t tag = c.nextCollectiveTag();
+  // Taken after the agreement (a call that fails it takes none: the ranks' tags stay in step).
+  uint64_t tag = 0;
   Transport& t = c.transport();
   Waiter& wt = c.waiter();
   BufferPool& pool = c.pool();
