@@ -19,9 +19,9 @@ uint64_t subTag(uint64_t base, uint64_t phase, size_t k) {
 
 // Per-chunk state of the pipeline. Slots are reused every kSlots chunks.
 struct Slot {
-  std::vector<PoolBuffer> rsIn;  // wire inputs for my shard, one per peer
+  std::vector<PoolBuffer> rsIn;       // wire inputs for my shard, one per peer
   std::vector<RequestPtr> rsReq;
-  std::vector<PoolBuffer> sendBuf;  // encoded pieces of my input, one per owner
+  std::vector<PoolBuffer> sendBuf;    // encoded pieces of my input, one per owner
   std::vector<RequestPtr> sendReq;
   PoolBuffer result;                  // encoded reduced chunk (compressed AllReduce)
   std::vector<RequestPtr> resultReq;  // its sends
@@ -38,7 +38,7 @@ struct Slot {
   }
 };
 
-constexpr size_t kDepth = 1;               // owner step runs kDepth chunks behind posting
+constexpr size_t kDepth = 1;              // owner step runs kDepth chunks behind posting
 constexpr size_t kSlots = 2 * kDepth + 2;  // posted, reducing, gathering, draining
 
 }  // namespace
@@ -203,8 +203,7 @@ void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, 
   const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
   const size_t K = numChunks(count, chunk);
   if (K == 0) return;
-  // Taken after the agreement (a call that fails it takes none: the ranks' tags stay in step).
-  uint64_t tag = 0;
+  const uint64_t tag = c.nextCollectiveTag();
   Transport& t = c.transport();
   Waiter& wt = c.waiter();
   BufferPool& pool = c.pool();
