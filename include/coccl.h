@@ -26,7 +26,8 @@
  *                         uninitialised config.
  *   cocclInvalidUsage     a valid argument in the wrong state (aborted or failed communicator,
  *                         group misuse, device buffers while the device path is off), or ranks whose calls
- *                         do not match (a peer sent a different number of bytes).
+ *                         do not match (different count, type, op, root, codec or call number:
+ *                         every rank of the call gets it, see "Collectives" below).
  *   cocclSystemError      a socket / UCX / OS call failed, or a wait ran past COCCL_TIMEOUT_MS.
  *   cocclRemoteError      a peer closed its connection or reported an error (dead rank).
  *   cocclUnhandledCudaError a CUDA runtime call failed.
@@ -277,6 +278,17 @@ COCCL_API const char* cocclGetLastError(cocclComm_t comm);
  * enqueued on stream. Every error listed in the header comment applies; in particular
  * cocclInvalidArgument for a NULL buffer with count > 0, a bad datatype or op, root out of range.
  * count == 0 is a no-op and NULL buffers are then accepted.
+ * Agreement (host buffers): before any data moves, every rank sends every peer a 128-byte
+ * descriptor of its call (collective, count, datatype, op, root, codec and its format version,
+ * call number) and compares all of them. Ranks whose calls differ ALL get cocclInvalidUsage
+ * (cocclGetLastError names every differing field with rank 0's value and the first differing
+ * rank's, e.g. "count differs: 409600 on rank 0, 409598 on rank 3"), nothing is written to
+ * recvbuff, and the communicator stays usable. The call number counts every collective that
+ * reaches a usable communicator, including count-0 calls and calls that fail their own argument
+ * checks: a rank whose call failed there is one call ahead of its peers, whose next call then
+ * fails with "call number differs" on every rank; the ranks are then out of step for good
+ * (destroy the communicator). Wire bytes (cocclCommGetLastCollStats) include the descriptors:
+ * 128 x (nranks - 1) per call. Device buffers: not checked yet (README "Agreement").
  * ------------------------------------------------------------------------------------------- */
 
 /* recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank. In place if

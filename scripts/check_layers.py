@@ -14,10 +14,11 @@ _ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 ROOT = pathlib.Path(_ARGS[0] if _ARGS else pathlib.Path(__file__).parent.parent)
 
 COMMON = ["coccl.h", "coccl_codec.h", "core/"]
-# The headers every executor shares (request, executor interface, stats, shard layout) sit below
-# the communicator: they see the context and the lower layers, never the communicator or policy.
+# The headers every executor shares (request, executor interface, stats, shard layout, the
+# per-call agreement descriptor) sit below the communicator: they see the context and the lower
+# layers, never the communicator or policy.
 SHARED = ["collectives/executor.h", "collectives/request.h", "collectives/stats.h",
-          "collectives/layout.h"]
+          "collectives/layout.h", "collectives/call_desc.h"]
 BELOW_EXECUTORS = ["comm/", "mem/", "codecs/", "kernels/"]
 # Executors receive a CommContext and the request; they never include the communicator, the
 # policy, each other, or another executor's transport (no include runs upward inside
@@ -40,6 +41,8 @@ RULES = {
     "src/collectives/request.cc": COMMON + SHARED + BELOW_EXECUTORS,
     "src/collectives/stats.h": COMMON + SHARED + BELOW_EXECUTORS,
     "src/collectives/layout.h": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/call_desc.h": COMMON + SHARED + BELOW_EXECUTORS,
+    "src/collectives/call_desc.cc": COMMON + SHARED + BELOW_EXECUTORS,
     "src/collectives/host/": EXECUTOR + ["collectives/host/", "transport/transport.h"],
     "src/collectives/cuda_ipc/": EXECUTOR + ["collectives/cuda_ipc/", "collectives/staged/",
                                              "transport/cuda_ipc/"],

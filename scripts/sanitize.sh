@@ -32,6 +32,7 @@ ASAN_EXCLUDE=(
   # (makecontext/swapcontext), which ASan does not support (it says so at start) and under which
   # it reports thread_local lane state (threadIdx) as a null-pointer access.
   "^DeviceEmulated\\."
+  "^EmulatedAgreement\\."  # the kernels' per-call agreement on the same emulator
   "^EmulatedDeviceCodec\\."
   "TahEmu\\."  # plugins/tah's device kernels on the same emulator
   # Programs built without ASan (the installed package's consumers and examples) load the

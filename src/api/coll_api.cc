@@ -17,8 +17,7 @@ void checkType(cocclDataType_t dt) {
 
 void checkOp(cocclRedOp_t op) {
   COCCL_CHECK_ARG(static_cast<int>(op) >= 0 && op < cocclNumOps,
-                  "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op),
-                  cocclNumOps - 1);
+                  "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op), cocclNumOps - 1);
 }
 
 // Total bytes of `count` elements times `mult`, rejecting size_t overflow.
@@ -43,10 +42,13 @@ void checkOverlap(const void* in, size_t inBytes, const void* out, size_t outByt
                   "sendbuff and recvbuff overlap but sendbuff is not at the in-place position");
 }
 
-const Codec* codecOf(cocclCodec_t c) { return c ? c->codec.get() : nullptr; }
+const Codec* codecOf(cocclCodec_t c) {
+  return c ? c->codec.get() : nullptr;
+}
 
-CollRequest request(Coll coll, const void* in, void* out, size_t count, cocclDataType_t dt,
-                    cocclRedOp_t op, int root, const Codec* codec, cudaStream_t stream) {
+CollRequest request(uint64_t seq, Coll coll, const void* in, void* out, size_t count,
+                    cocclDataType_t dt, cocclRedOp_t op, int root, const Codec* codec,
+                    cudaStream_t stream) {
   CollRequest r;
   r.coll = coll;
   r.in = in;
@@ -57,30 +59,34 @@ CollRequest request(Coll coll, const void* in, void* out, size_t count, cocclDat
   r.root = root;
   r.codec = codec;
   r.stream = stream;
+  r.seq = seq;
   return r;
 }
 
-// Runs `body` now, or queues it when inside a group.
+// Runs `body(seq)` now, or queues it when inside a group. `seq`: the call's number
+// (call_desc.h), taken before the checks so that a call that fails them here still counts and
+// its peers' agreement sees this rank one call ahead.
 template <class F>
-cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, std::function<void()> body) {
+cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, std::function<void(uint64_t)> body) {
   return guarded(comm, fn, [&] {
     Communicator& c = usableComm(comm);
+    const uint64_t seq = c.nextCallSeq();
     check(c);
     if (inGroup()) {
       QueuedOp op;
       op.comm = comm;
-      op.run = std::move(body);
+      op.run = [body = std::move(body), seq] { body(seq); };
       enqueue(std::move(op));
       return;
     }
     std::lock_guard<std::mutex> lock(comm->opMutex);
-    body();
+    body(seq);
   });
 }
 
-cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                          cocclDataType_t dt, cocclRedOp_t op, cocclCodec_t codec,
-                          cocclComm_t comm, cudaStream_t stream, const char* fn) {
+cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count, cocclDataType_t dt,
+                          cocclRedOp_t op, cocclCodec_t codec, cocclComm_t comm,
+                          cudaStream_t stream, const char* fn) {
   return run(
       comm, fn,
       [&](Communicator&) {
@@ -91,9 +97,9 @@ cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count,
         checkBuffer(recvbuff, b, "recvbuff");
         checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
       },
-      [=] {
+      [=](uint64_t seq) {
         if (count)
-          comm->impl->run(request(Coll::AllReduce, sendbuff, recvbuff, count, dt, op, 0,
+          comm->impl->run(request(seq, Coll::AllReduce, sendbuff, recvbuff, count, dt, op, 0,
                                   codecOf(codec), stream));
       });
 }
@@ -113,10 +119,10 @@ cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvc
         checkOverlap(recvbuff, out, sendbuff, in,
                      static_cast<const char*>(sendbuff) + static_cast<size_t>(c.rank()) * out);
       },
-      [=] {
+      [=](uint64_t seq) {
         if (recvcount)
-          comm->impl->run(request(Coll::ReduceScatter, sendbuff, recvbuff, recvcount, dt, op, 0,
-                                  codecOf(codec), stream));
+          comm->impl->run(request(seq, Coll::ReduceScatter, sendbuff, recvbuff, recvcount, dt, op,
+                                  0, codecOf(codec), stream));
       });
 }
 
@@ -134,10 +140,10 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
         checkOverlap(sendbuff, in, recvbuff, out,
                      static_cast<const char*>(recvbuff) + static_cast<size_t>(c.rank()) * in);
       },
-      [=] {
+      [=](uint64_t seq) {
         if (sendcount)
-          comm->impl->run(request(Coll::AllGather, sendbuff, recvbuff, sendcount, dt, cocclSum, 0,
-                                  codecOf(codec), stream));
+          comm->impl->run(request(seq, Coll::AllGather, sendbuff, recvbuff, sendcount, dt, cocclSum,
+                                  0, codecOf(codec), stream));
       });
 }
 
@@ -180,14 +186,13 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
   return guarded(comm, fn, [&] {
     Communicator& c = usableComm(comm);
     checkType(dt);
-    COCCL_CHECK_ARG(peer >= 0 && peer < c.nranks(), "peer %d is outside [0, %d)", peer,
-                    c.nranks());
+    COCCL_CHECK_ARG(peer >= 0 && peer < c.nranks(), "peer %d is outside [0, %d)", peer, c.nranks());
     size_t b = checkedBytes(count, 1, dt);
     checkBuffer(buf, b, send ? "sendbuff" : "recvbuff");
     QueuedOp op;
     op.comm = comm;
     op.isP2P = true;
-    op.p2p = request(send ? Coll::Send : Coll::Recv, send ? buf : nullptr, send ? nullptr : buf,
+    op.p2p = request(0, send ? Coll::Send : Coll::Recv, send ? buf : nullptr, send ? nullptr : buf,
                      count, dt, cocclSum, peer, codecOf(codec), stream);
     if (inGroup()) {
       enqueue(std::move(op));
@@ -206,8 +211,8 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
 extern "C" {
 
 COCCL_API cocclResult_t cocclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                       cocclDataType_t datatype, cocclRedOp_t op,
-                                       cocclComm_t comm, cudaStream_t stream) {
+                                       cocclDataType_t datatype, cocclRedOp_t op, cocclComm_t comm,
+                                       cudaStream_t stream) {
   return doAllReduce(sendbuff, recvbuff, count, datatype, op, nullptr, comm, stream,
                      "cocclAllReduce");
 }
@@ -242,10 +247,9 @@ COCCL_API cocclResult_t cocclAllGather(const void* sendbuff, void* recvbuff, siz
                      "cocclAllGather");
 }
 
-COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff,
-                                            size_t sendcount, cocclDataType_t datatype,
-                                            cocclCodec_t codec, cocclComm_t comm,
-                                            cudaStream_t stream) {
+COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                            cocclDataType_t datatype, cocclCodec_t codec,
+                                            cocclComm_t comm, cudaStream_t stream) {
   return doAllGather(sendbuff, recvbuff, sendcount, datatype, codec, comm, stream,
                      "cocclAllGatherCodec");
 }
@@ -271,10 +275,10 @@ COCCL_API cocclResult_t cocclBroadcast(const void* sendbuff, void* recvbuff, siz
         checkBuffer(recvbuff, b, "recvbuff");
         if (c.rank() == root) checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
       },
-      [=] {
+      [=](uint64_t seq) {
         if (count)
-          comm->impl->run(request(Coll::Broadcast, sendbuff, recvbuff, count, datatype, cocclSum,
-                                  root, nullptr, stream));
+          comm->impl->run(request(seq, Coll::Broadcast, sendbuff, recvbuff, count, datatype,
+                                  cocclSum, root, nullptr, stream));
       });
 }
 
@@ -295,9 +299,9 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
           checkOverlap(sendbuff, b, recvbuff, b, recvbuff);
         }
       },
-      [=] {
+      [=](uint64_t seq) {
         if (count)
-          comm->impl->run(request(Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root,
+          comm->impl->run(request(seq, Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root,
                                   nullptr, stream));
       });
 }
@@ -308,15 +312,15 @@ COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataT
                "cocclSend");
 }
 
-COCCL_API cocclResult_t cocclSendCodec(const void* sendbuff, size_t count,
-                                       cocclDataType_t datatype, int peer, cocclCodec_t codec,
-                                       cocclComm_t comm, cudaStream_t stream) {
+COCCL_API cocclResult_t cocclSendCodec(const void* sendbuff, size_t count, cocclDataType_t datatype,
+                                       int peer, cocclCodec_t codec, cocclComm_t comm,
+                                       cudaStream_t stream) {
   return doP2P(true, const_cast<void*>(sendbuff), count, datatype, peer, codec, comm, stream,
                "cocclSendCodec");
 }
 
-COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype,
-                                  int peer, cocclComm_t comm, cudaStream_t stream) {
+COCCL_API cocclResult_t cocclRecv(void* recvbuff, size_t count, cocclDataType_t datatype, int peer,
+                                  cocclComm_t comm, cudaStream_t stream) {
   return doP2P(false, recvbuff, count, datatype, peer, nullptr, comm, stream, "cocclRecv");
 }
 

@@ -297,10 +297,13 @@ cocclResult_t Communicator::asyncError() const {
 void Communicator::checkUsable() const {
   if (ctx_.aborted()) COCCL_THROW(cocclInvalidUsage, "communicator was aborted");
   cocclResult_t e = asyncError();
-  if (e != cocclSuccess)
-    COCCL_THROW(cocclInvalidUsage,
-                "communicator is broken by an earlier error (%s); destroy or abort it",
-                resultString(e));
+  if (e == cocclSuccess) return;
+  std::string why;
+  for (const auto& x : executors_)
+    if (why.empty()) why = x->asyncErrorMessage();
+  COCCL_THROW(cocclInvalidUsage,
+              "communicator is broken by an earlier error (%s%s%s); destroy or abort it",
+              resultString(e), why.empty() ? "" : ": ", why.c_str());
 }
 
 void Communicator::requestAbort() {

@@ -48,6 +48,9 @@ class Communicator {
   // The CUDA device of this rank's device executors, -1 when there are none (cocclCommCuDevice).
   int cudaDevice() const;
 
+  // The number of the next collective call (call_desc.h): the C API takes one for every
+  // collective that reaches a usable communicator, before its argument checks.
+  uint64_t nextCallSeq() { return callSeq_.fetch_add(1, std::memory_order_relaxed); }
   // Runs one collective. `r.codec` is the per-call codec (nullptr: the policy's choice).
   void run(CollRequest r);
   // Runs every Send and Recv of a group together.
@@ -82,6 +85,7 @@ class Communicator {
   std::unique_ptr<DeltaDevice> deltaDevice_;  // the device difference mode's scratch (lazily)
   std::string deviceOff_;  // why there is no device executor ("" when there is one)
   std::atomic<bool> saidFallback_{false};
+  std::atomic<uint64_t> callSeq_{0};
   CollStats stats_;
   CollTotals totals_[kCollKinds];  // per Coll (Send: Send/Recv groups), summed at destroy
 };

@@ -40,6 +40,8 @@ class Executor {
 
   // cocclSuccess, or an error raised asynchronously (device work). Cheap, any thread.
   virtual cocclResult_t asyncError() const { return cocclSuccess; }
+  // What asyncError() is about when the executor knows more (a disagreeing call), else "".
+  virtual std::string asyncErrorMessage() const { return ""; }
   // Any thread: work in flight stops and peers waiting on this rank are released. No waiting.
   virtual void abort() {}
   // Waits until this rank's work is done and consumed by its peers (finalize / destroy).

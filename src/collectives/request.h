@@ -32,6 +32,9 @@ struct CollRequest {
   const Codec* interCodec = nullptr;
   cocclStream_t stream = nullptr;
   MemKind mem = MemKind::Host;  // of the buffers this rank touches (set by the router)
+  // Collectives: this call's number on the communicator (Communicator::nextCallSeq, taken by
+  // the C API before the argument checks); compared across ranks (call_desc.h).
+  uint64_t seq = 0;
 
   bool isP2P() const { return coll == Coll::Send || coll == Coll::Recv; }
   int peer() const { return root; }

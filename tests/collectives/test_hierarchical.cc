@@ -102,11 +102,12 @@ TEST(Hierarchical, ReduceScatterMatchesReferenceAndWireFormula) {
     ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
     EXPECT_STREQ(st.algorithm, "hierarchical");
     EXPECT_NE(std::string(st.codec).find("hier:intra=int8"), std::string::npos) << st.codec;
-    // (L-1) N intra payloads + (N-1) inter payloads of every chunk of a shard
+    // (L-1) N intra payloads + (N-1) inter payloads of every chunk of a shard, after the
+    // call's 128-byte agreement descriptor to every peer (src/collectives/call_desc.h)
     cocclCodec_t a = nullptr, b = nullptr;
     ASSERT_EQ(cocclCodecCreate("int8", &a), cocclSuccess);
     ASSERT_EQ(cocclCodecCreate("fp8_ash_ds", &b), cocclSuccess);
-    size_t want8 = 0;
+    size_t want8 = 128 * static_cast<size_t>(r.nranks - 1);
     const size_t chunk = 16384;
     for (size_t off = 0; off < recv; off += chunk) {
       const size_t n = std::min(chunk, recv - off);

@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "codecs/codec.h"
+#include "collectives/call_desc.h"
 #include "collectives/cuda_ipc/dev_types.h"
 #include "collectives/cuda_ipc/launch.h"
 #include "collectives/cuda_ipc/plan.h"
@@ -282,6 +283,18 @@ cocclResult_t CudaIpcExecutor::asyncError() const {
   }
 }
 
+std::string CudaIpcExecutor::asyncErrorMessage() const {
+  if (!impl_->host) return "";
+  const dev::HostState& h = *impl_->host;
+  const uint32_t e = *reinterpret_cast<const volatile uint32_t*>(&h.error);
+  if (e != dev::kDevMismatch) return "";
+  const CallDesc mine = callDescFromBytes(&h.mine);
+  const CallDesc theirs = callDescFromBytes(&h.theirs);
+  return "device path (CUDA IPC): " +
+         callDescPairMismatch(mine, impl_->comm.rank(), theirs, h.errPeer) +
+         " (no data moved; the communicator is broken: destroy or abort it)";
+}
+
 void CudaIpcExecutor::abort() {
   Impl& m = *impl_;
   if (!m.host || m.aborted) return;
@@ -357,6 +370,15 @@ cudaError_t launchGatherCodec(const dev::Ctx* ctx, const dev::GatherArgs& a, int
 
 cudaStream_t streamOf(const CollRequest& r) { return reinterpret_cast<cudaStream_t>(r.stream); }
 
+// The call's descriptor as the kernels compare it (agreeCall in kernel_common.cuh).
+dev::AgreeDesc agreeDescOf(const CollRequest& r) {
+  static_assert(sizeof(CallDesc) == sizeof(dev::AgreeDesc), "descriptor sizes");
+  const CallDesc d = makeCallDesc(r);
+  dev::AgreeDesc a;
+  std::memcpy(&a, &d, sizeof(a));
+  return a;
+}
+
 }  // namespace
 
 void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
@@ -380,9 +402,10 @@ void CudaIpcExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
   const size_t es = dtypeSize(r.dt);
   const Codec* codec = r.codec;
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
-  const dev::ReduceArgs a = planner().reduce(dev::Coll::AllReduce, r.in, r.out, r.count,
+  dev::ReduceArgs a = planner().reduce(dev::Coll::AllReduce, r.in, r.out, r.count,
                                              static_cast<int>(es), r.dt, r.op, 0,
                                              codec ? &desc : nullptr);
+  a.desc = agreeDescOf(r);
   stats.wireBytesSent = twoShotWireBytes(balancedShards(r.count, p, a.unit), me, [&](size_t n) {
     return codec ? codec->encodedBytes(n, r.dt) : n * es;
   });
@@ -397,9 +420,10 @@ void CudaIpcExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats
   const size_t es = dtypeSize(r.dt);
   const Codec* codec = r.codec;
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
-  const dev::ReduceArgs a = planner().reduce(dev::Coll::ReduceScatter, r.in, r.out, r.count,
+  dev::ReduceArgs a = planner().reduce(dev::Coll::ReduceScatter, r.in, r.out, r.count,
                                              static_cast<int>(es), r.dt, r.op, 0,
                                              codec ? &desc : nullptr);
+  a.desc = agreeDescOf(r);
   stats.wireBytesSent = directWireBytes(
       codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
   stats.algorithm = "two-shot";
@@ -411,8 +435,9 @@ void CudaIpcExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats
 
 void CudaIpcExecutor::Impl::reduce(const CollRequest& r, CollStats& stats) {
   const size_t es = dtypeSize(r.dt);
-  const dev::ReduceArgs a = planner().reduce(dev::Coll::Reduce, r.in, r.out, r.count,
+  dev::ReduceArgs a = planner().reduce(dev::Coll::Reduce, r.in, r.out, r.count,
                                              static_cast<int>(es), r.dt, r.op, r.root, nullptr);
+  a.desc = agreeDescOf(r);
   stats.wireBytesSent = comm.rank() == r.root ? 0 : r.count * es;
   stats.algorithm = "direct";
   DeviceGuard g(device);
@@ -423,9 +448,10 @@ void CudaIpcExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
   const size_t es = dtypeSize(r.dt);
   const Codec* codec = r.codec;
   const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
-  const dev::GatherArgs a = planner().gather(dev::Coll::AllGather, r.in, r.out, r.count,
+  dev::GatherArgs a = planner().gather(dev::Coll::AllGather, r.in, r.out, r.count,
                                              static_cast<int>(es), r.dt, 0,
                                              codec ? &desc : nullptr);
+  a.desc = agreeDescOf(r);
   stats.wireBytesSent = directWireBytes(
       codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
   stats.algorithm = "direct";
@@ -438,9 +464,10 @@ void CudaIpcExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
 void CudaIpcExecutor::Impl::broadcast(const CollRequest& r, CollStats& stats) {
   const int me = comm.rank();
   const size_t es = dtypeSize(r.dt), bytes = r.count * es;
-  const dev::GatherArgs a =
+  dev::GatherArgs a =
       planner().gather(dev::Coll::Broadcast, me == r.root ? r.in : nullptr, r.out, r.count,
                        static_cast<int>(es), r.dt, r.root, nullptr);
+  a.desc = agreeDescOf(r);
   stats.wireBytesSent = me == r.root ? directWireBytes(bytes, comm.nranks()) : 0;
   stats.algorithm = "direct";
   DeviceGuard g(device);

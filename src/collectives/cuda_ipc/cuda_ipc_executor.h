@@ -37,8 +37,12 @@ class CudaIpcExecutor final : public Executor {
   void runP2P(const std::vector<CollRequest>& group, CollStats& stats) override;
 
   // cocclSuccess, or the error a kernel recorded (timeout: cocclSystemError; a peer failed or
-  // aborted: cocclRemoteError; this rank aborted: cocclInvalidUsage).
+  // aborted: cocclRemoteError; this rank aborted, or a peer's call differed (the kernels'
+  // agreement, kernel_common.cuh agreeCall): cocclInvalidUsage).
   cocclResult_t asyncError() const override;
+  // A call whose descriptor differed from a peer's (kDevMismatch: cocclInvalidUsage): the
+  // fields and both values.
+  std::string asyncErrorMessage() const override;
   // Running and later kernels stop; peers waiting on this rank are released (poisoned flags).
   void abort() override;
   // Waits for this rank's kernels and until every peer consumed what this rank staged for it,

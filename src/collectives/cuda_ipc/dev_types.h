@@ -12,6 +12,10 @@
 //   seq[q][b]    u64  (local only) the last round x used with peer q on channel b
 //   cseq[b]      u64  (local only) collective rounds run on channel b (outbox parity)
 //   err          u32  (local only) first failure of any block (then mirrored to the host)
+//   agreeFlag[q][b] u64  rank q has written its descriptor of its agreement `value` on channel
+//                     b into agree[value & 1][q][b] (below)
+//   agreeCnt[b]  u64  (local only) collective calls run on channel b (their agreement number)
+//   agree[2][p][NB]   128-byte call descriptors (collectives/call_desc.h) that rank q wrote here
 //   inbox[2][p-1][NB][S]   slot d = (q - x - 1) mod p receives rank q's data; parity = round & 1
 //   outbox[2][NB][S]       x's data that every peer reads; parity = cseq & 1
 // Flags live in the memory of the rank that waits on them (every wait polls local memory).
@@ -40,14 +44,21 @@ constexpr int kAutoBlocksSharedGpu = 32;
 constexpr uint64_t kPoison = ~uint64_t{0};  // flag value of a failed / aborted rank
 constexpr uint64_t kSlotAlign = 256;
 
+// A call's agreement descriptor as the kernels see it: the 128 bytes of a CallDesc
+// (collectives/call_desc.h), compared word by word.
+struct AgreeDesc {
+  uint64_t w[16];
+};
+
 // Host-mapped pinned memory (cudaHostAllocMapped): the host raises `abort`, kernels copy the
 // first failure (decided with a device-memory atomic: no atomics on host memory over PCIe) into
 // `error` with plain stores.
 struct HostState {
   volatile uint32_t abort;  // cocclCommAbort: running and later kernels stop
   uint32_t error;           // first device failure (DevError), 0 = none
-  int32_t errPeer;          // the rank waited for
+  int32_t errPeer;          // the rank waited for (kDevMismatch: the rank that differs)
   int32_t errBlock;
+  AgreeDesc mine, theirs;   // kDevMismatch: this rank's descriptor and errPeer's
 };
 
 enum DevError : uint32_t {
@@ -55,6 +66,7 @@ enum DevError : uint32_t {
   kDevTimeout = 1,     // a wait ran past COCCL_TIMEOUT_MS
   kDevPeerFailed = 2,  // a peer poisoned its flags (it failed or aborted)
   kDevAborted = 3,     // this rank was aborted
+  kDevMismatch = 4,    // a peer's call descriptor differs from this rank's (HostState mine/theirs)
 };
 
 struct Layout {
@@ -62,6 +74,7 @@ struct Layout {
   int32_t nblocks = 0;
   uint64_t sub = 0;  // bytes of one sub-slot
   uint64_t offPush = 0, offPull = 0, offFree = 0, offSeq = 0, offCseq = 0, offErr = 0;
+  uint64_t offAgreeFlag = 0, offAgreeCnt = 0, offAgree = 0;
   uint64_t offInbox = 0, offOutbox = 0;
   uint64_t total = 0;
 };
@@ -79,7 +92,10 @@ inline Layout makeLayout(int p, int nb, uint64_t stagingBytes) {
   l.offSeq = up(l.offFree + flagBytes, 128);
   l.offCseq = up(l.offSeq + flagBytes, 128);
   l.offErr = up(l.offCseq + static_cast<uint64_t>(nb) * 8, 128);
-  l.offInbox = up(l.offErr + 128, 4096);
+  l.offAgreeFlag = up(l.offErr + 128, 128);
+  l.offAgreeCnt = up(l.offAgreeFlag + flagBytes, 128);
+  l.offAgree = up(l.offAgreeCnt + static_cast<uint64_t>(nb) * 8, 128);
+  l.offInbox = up(l.offAgree + 2 * flagBytes * sizeof(AgreeDesc) / 8, 4096);
   // inbox 2*(p-1)*NB sub-slots, outbox 2*NB: 2*p*NB sub-slots in all.
   const uint64_t slots = 2 * static_cast<uint64_t>(p) * static_cast<uint64_t>(nb);
   uint64_t sub = stagingBytes / slots / kSlotAlign * kSlotAlign;
@@ -126,6 +142,7 @@ struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
   int32_t esize;    // bytes per element
   int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
   CodecDesc codec;
+  AgreeDesc desc;   // compared with every peer's before any data moves (agreeCall)
 };
 
 struct GatherArgs {  // AllGather, Broadcast
@@ -143,6 +160,7 @@ struct GatherArgs {  // AllGather, Broadcast
   int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
   int32_t pad;
   CodecDesc codec;
+  AgreeDesc desc;   // compared with every peer's before any data moves (agreeCall)
 };
 
 constexpr int kMaxP2P = 96;  // send/recv operations of one group on one communicator

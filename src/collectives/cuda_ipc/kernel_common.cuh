@@ -154,6 +154,90 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
   return !ch.failed;
 }
 
+// ---- per-call agreement (collectives/call_desc.h) -----------------------------------------
+// Before any data of a collective moves, block b of every rank writes the call's descriptor
+// into every peer's agree[n & 1][me][b] and raises that peer's agreeFlag[me][b] = n, where n is
+// the channel's agreement number (agreeCnt[b] + 1: the collective calls that used channel b,
+// equal on every rank while calls agree); then it waits for every peer's flag on channel b and
+// compares the peer's descriptor, word by word, with its own. A difference records kDevMismatch
+// (both descriptors go to the host state for the message) and fails the block, which then
+// touches no data. Every rank holds every peer's descriptor, so every rank fails. A channel
+// that the other side does not run (the number of blocks follows the count) is released by the
+// error word that this rank's block 0 (channel 0 runs in every call) raised.
+// Slot reuse: the writer of use n+2 of a channel (same parity as n) has waited, in use n+1, for
+// the reader's flag of use n+1, which the reader raised after its kernel of use n (and its read
+// of that slot) had ended: calls on a communicator are stream-ordered.
+__device__ __forceinline__ uint64_t* agreeSlot(const Chan& ch, int owner, uint64_t n, int writer) {
+  const uint64_t p = static_cast<uint64_t>(ch.c.nranks), nb = static_cast<uint64_t>(ch.c.nblocks);
+  return reinterpret_cast<uint64_t*>(ch.c.base[owner] + ch.c.lay.offAgree) +
+         (((n & 1u) * p + static_cast<uint64_t>(writer)) * nb + static_cast<uint64_t>(ch.b)) * 16;
+}
+
+// Records a descriptor difference with `peer` (first failure of the rank wins).
+__device__ __forceinline__ void recordMismatch(Chan& ch, int peer, const AgreeDesc& mine,
+                                               const uint64_t* theirs) {
+  uint32_t* first = reinterpret_cast<uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr);
+  if (atomicCAS(first, 0u, static_cast<uint32_t>(kDevMismatch)) == 0u) {
+    HostState* h = ch.c.host;
+    for (int i = 0; i < 16; ++i) {
+      h->mine.w[i] = mine.w[i];
+      h->theirs.w[i] = theirs[i];
+    }
+    h->errPeer = peer;
+    h->errBlock = ch.b;
+    __threadfence_system();
+    *reinterpret_cast<volatile uint32_t*>(&h->error) = static_cast<uint32_t>(kDevMismatch);
+    __threadfence_system();
+  }
+  atomicExch(&ch.failed, 1);
+}
+
+// The agreement of one collective call on this channel; false when the block failed (a
+// difference, a timeout, an abort). Call right after chanBegin.
+__device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d) {
+  __shared__ uint64_t n;
+  const int p = ch.c.nranks, me = ch.c.rank;
+  uint64_t* cnt = reinterpret_cast<uint64_t*>(ch.c.base[me] + ch.c.lay.offAgreeCnt) + ch.b;
+  if (tid() == 0) n = *cnt + 1;
+  __syncthreads();
+  if (p > 1) {
+    // The descriptor into every peer's slot (16 words each), then one lane per peer raises it.
+    for (int i = tid(); i < (p - 1) * 16; i += static_cast<int>(blockDim.x)) {
+      const int q = (me + 1 + i / 16) % p;
+      agreeSlot(ch, q, n, me)[i % 16] = d.w[i % 16];
+    }
+    __syncthreads();
+    if (tid() < p - 1) {
+      const int q = (me + 1 + tid()) % p;
+      __threadfence_system();
+      ipc::stReleaseSys(flagAt(ch, q, ch.c.lay.offAgreeFlag, me), n);
+    }
+    __syncthreads();
+    if (tid() < p - 1) {
+      const int q = (me + 1 + tid()) % p;
+      const ipc::WaitResult r = ipc::waitAtLeast(
+          flagAt(ch, me, ch.c.lay.offAgreeFlag, q), n, ch.c.timeoutNs, &ch.c.host->abort,
+          reinterpret_cast<const uint32_t*>(ch.c.base[me] + ch.c.lay.offErr), kPoison);
+      if (r != ipc::WaitResult::Ok) {
+        recordFailure(ch, r, q);
+      } else {
+        const volatile uint64_t* theirs = agreeSlot(ch, me, n, q);
+        uint64_t w[16];
+        bool same = true;
+        for (int i = 0; i < 16; ++i) {
+          w[i] = theirs[i];
+          same = same && w[i] == d.w[i];
+        }
+        if (!same) recordMismatch(ch, q, d, w);
+      }
+    }
+    __syncthreads();
+  }
+  if (tid() == 0 && !ch.failed) *cnt = n;
+  __syncthreads();
+  return !ch.failed;
+}
+
 // Next round with every peer and, for collectives, the next collective round.
 __device__ __forceinline__ void nextRound(Chan& ch, bool collective) {
   __syncthreads();  // the previous round's lanes have read seq[]

@@ -146,7 +146,7 @@ template <class M>
 __device__ void reduceKernelBody(const Ctx* g, const ReduceArgs& a) {
   __shared__ Chan ch;
   __shared__ const uint8_t* ins[kMaxRanks];
-  if (chanBegin(ch, g)) {
+  if (chanBegin(ch, g) && agreeCall(ch, a.desc)) {
     reduceRounds<M>(ch, a, ins);  // on failure ch.failed is set
   }
   chanEnd(ch);
@@ -188,7 +188,7 @@ __device__ bool gatherRounds(Chan& ch, const GatherArgs& a) {
 template <class M>
 __device__ void gatherKernelBody(const Ctx* g, const GatherArgs& a) {
   __shared__ Chan ch;
-  if (chanBegin(ch, g)) {
+  if (chanBegin(ch, g) && agreeCall(ch, a.desc)) {
     gatherRounds<M>(ch, a);
   }
   chanEnd(ch);

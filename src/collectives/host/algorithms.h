@@ -12,6 +12,7 @@
 namespace coccl {
 
 class HostExecutor;
+class CallAgreement;
 
 // Two-shot (direct) reduce: every rank sends shard j of its input to rank j (encode-on-send);
 // rank j combines the p inputs in rank order (decode-reduce-on-receive). With allReduce the
@@ -19,8 +20,11 @@ class HostExecutor;
 // out + shard.begin; otherwise (ReduceScatter) the owner writes its shard to `out`.
 // Chunks of every shard are pipelined: while chunk k is encoded and sent, chunk k-1 is
 // reduced and chunk k-2's results are decoded.
+// `agree` (started by nobody yet): the call's agreement, run here with the first chunk's
+// reduce-scatter pieces (those up to kAgreeEagerBytes) sent right behind the descriptors, so
+// that the check adds no round trip; they are received only once it passed.
 void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
-                   const std::vector<Range>& shards, bool allReduce);
+                   const std::vector<Range>& shards, bool allReduce, CallAgreement& agree);
 
 // Ring reduce: p-1 hops of reduce-scatter (each hop adds its input to the partial sum it got
 // and passes it on; compressed wires re-encode the partial sum at every hop), then, for

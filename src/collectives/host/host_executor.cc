@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/host/agree_call.h"
 #include "collectives/host/algorithms.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
@@ -33,8 +34,17 @@ HostExecutor::~HostExecutor() {
 }
 
 uint64_t HostExecutor::nextCollectiveTag() {
-  uint64_t seq = collSeq_++ & ((uint64_t{1} << kSeqBits) - 1);
+  // Wraps before 2^22 - 2 and 2^22 - 1, the agreement's sequence values.
+  uint64_t seq = collSeq_++ % ((uint64_t{1} << kSeqBits) - 2);
   return kindBits(TagKind::Collective) | (seq << kSubBits);
+}
+
+uint64_t HostExecutor::agreeEagerTag() {
+  return kindBits(TagKind::Collective) | (((uint64_t{1} << kSeqBits) - 2) << kSubBits);
+}
+
+uint64_t HostExecutor::callDescTag() {
+  return kindBits(TagKind::Collective) | (((uint64_t{1} << kSeqBits) - 1) << kSubBits);
 }
 
 uint64_t HostExecutor::nextSendSeq(int peer) { return sendSeq_[static_cast<size_t>(peer)]++; }
@@ -56,6 +66,24 @@ bool HostExecutor::useRing() const {
 void HostExecutor::run(const CollRequest& r, CollStats& stats) {
   stats_ = &stats;
   stats.wireBytesSent = 0;
+  // The call's agreement (agree_call.h) throws cocclInvalidUsage, before anything reaches
+  // recvbuff, when the ranks' calls differ; two-shot runs it with its first messages.
+  CallAgreement agree(*this, r);
+  const int L = ctx_.ranksPerNode();
+  const bool hier = r.codec && r.interCodec && L > 1 && L < nranks();
+  const bool twoShot =
+      (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter) && !hier && !useRing();
+  if (!twoShot) {
+    agree.start();
+    agree.finish();
+  }
+  if (!r.count) {
+    if (twoShot) {
+      agree.start();
+      agree.finish();
+    }
+    return;
+  }
   const auto* in = static_cast<const char*>(r.in);
   auto* out = static_cast<char*>(r.out);
   const bool ring = useRing();
@@ -63,8 +91,7 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
     case Coll::AllReduce:
     case Coll::ReduceScatter: {
       const bool all = r.coll == Coll::AllReduce;
-      const int L = ctx_.ranksPerNode();
-      if (r.codec && r.interCodec && L > 1 && L < nranks()) {
+      if (hier) {
         stats.algorithm = "hierarchical";
         const size_t align = std::max(r.codec->blockElems(), r.interCodec->blockElems());
         const auto shards =
@@ -83,7 +110,7 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
       if (ring)
         ringReduce(*this, flat, in, out, shards, all);
       else
-        twoShotReduce(*this, flat, in, out, shards, all);
+        twoShotReduce(*this, flat, in, out, shards, all, agree);
       break;
     }
     case Coll::AllGather: {

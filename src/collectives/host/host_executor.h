@@ -48,6 +48,13 @@ class HostExecutor final : public Executor {
   // Tag layout inside the transport's 48 bits: [kind:2][seq:22][sub:24]. A fresh tag base for
   // the next collective: [Collective][seq][0]; add a 24-bit sub-tag.
   uint64_t nextCollectiveTag();
+  // The tag of the call descriptors (agree_call.cc): [Collective][seq 2^22-1, which
+  // nextCollectiveTag never hands out][0]. It carries no call number: the descriptors of a
+  // pair of ranks match in the order they were sent.
+  static uint64_t callDescTag();
+  // The tag of data sent right behind the descriptors (agree_call.h): seq 2^22-2, also never
+  // handed out, also a FIFO per pair.
+  static uint64_t agreeEagerTag();
   // Send/Recv: the number n of the next message this rank sends to / receives from `peer`
   // (sends and receives of one pair of ranks match in order, whatever the grouping), and the
   // tags of its three parts [kind:2][n:46]: the sender's header and the payload (S -> R), the

@@ -1,8 +1,9 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/host/host_executor.h"
+#include "collectives/host/agree_call.h"
 #include "collectives/host/algorithms.h"
+#include "collectives/host/host_executor.h"
 #include "core/error.h"
 
 namespace coccl {
@@ -43,14 +44,19 @@ constexpr size_t kSlots = 2 * kDepth + 2;  // posted, reducing, gathering, drain
 }  // namespace
 
 void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
-                   const std::vector<Range>& shards, bool allReduce) {
+                   const std::vector<Range>& shards, bool allReduce, CallAgreement& agree) {
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
   const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
   size_t K = 0;
   for (const Range& s : shards) K = std::max(K, numChunks(s.count, chunk));
-  if (K == 0) return;
-  const uint64_t tag = c.nextCollectiveTag();
+  if (K == 0) {
+    agree.start();
+    agree.finish();
+    return;
+  }
+  // Taken after the agreement (a call that fails it takes none: the ranks' tags stay in step).
+  uint64_t tag = 0;
   Transport& t = c.transport();
   Waiter& wt = c.waiter();
   BufferPool& pool = c.pool();
@@ -70,16 +76,37 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
     s.result.release();
   };
 
+  // Bytes of chunk 0's piece for rank j sent with the agreement (0: sent by post(0)), on the
+  // agreement's eager tag; mineEager: the peers sent this rank's chunk-0 pieces so.
+  std::vector<uint32_t> eager(static_cast<size_t>(p), 0);
+  bool mineEager = false;
+  const uint64_t eagerTag = HostExecutor::agreeEagerTag();
+  // Rank j's piece of chunk k of this rank's input (encoded when compressed).
+  auto sendPiece = [&](size_t k, int j) {
+    Slot& s = slots[k % kSlots];
+    const Range r = chunkOf(shards[j], chunk, k);
+    if (!r.count) return;
+    const size_t b = w.bytes(r.count);
+    if (w.compressed()) s.sendBuf[j] = pool.get(b);
+    const void* bytes = w.pack(in + r.begin * es, r.count, s.sendBuf[j].data());
+    const bool ahead = k == 0 && eager[static_cast<size_t>(j)];
+    s.sendReq[j] = t.isend(j, ahead ? eagerTag : subTag(tag, kPhaseRS, k), bytes, b);
+    wireSent += b;
+  };
+
   auto post = [&](size_t k) {
     Slot& s = slots[k % kSlots];
-    waitSends(s);
+    // A fresh slot has nothing to wait for (slot 0 may hold chunk 0's pieces sent with the
+    // agreement, which stay in flight).
+    if (k >= kSlots) waitSends(s);
     Range mine = chunkOf(shards[me], chunk, k);
     for (int j = 0; j < p; ++j) {
       if (j == me) continue;
       if (mine.count) {
         size_t b = w.bytes(mine.count);
         s.rsIn[j] = pool.get(b);
-        s.rsReq[j] = t.irecv(j, subTag(tag, kPhaseRS, k), s.rsIn[j].data(), b);
+        s.rsReq[j] = t.irecv(j, k == 0 && mineEager ? eagerTag : subTag(tag, kPhaseRS, k),
+                             s.rsIn[j].data(), b);
       }
       Range theirs = chunkOf(shards[j], chunk, k);
       if (allReduce && theirs.count) {
@@ -95,14 +122,9 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
       }
     }
     for (int d = 1; d < p; ++d) {  // stagger destinations so owners are not hit all at once
-      int j = (me + d) % p;
-      Range r = chunkOf(shards[j], chunk, k);
-      if (!r.count) continue;
-      size_t b = w.bytes(r.count);
-      if (w.compressed()) s.sendBuf[j] = pool.get(b);
-      const void* bytes = w.pack(in + r.begin * es, r.count, s.sendBuf[j].data());
-      s.sendReq[j] = t.isend(j, subTag(tag, kPhaseRS, k), bytes, b);
-      wireSent += b;
+      const int j = (me + d) % p;
+      if (k == 0 && eager[static_cast<size_t>(j)]) continue;  // sent with the agreement
+      sendPiece(k, j);
       wt.poll();
     }
   };
@@ -145,6 +167,26 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
       }
     }
   };
+
+  // The agreement, with chunk 0's small reduce-scatter pieces right behind the descriptors
+  // (agree_call.h): they wait at the owners until the check passed and post(0) receives them.
+  // Every rank computes the same pieces (once the check passed), so sender and receiver pick
+  // the same tag.
+  auto eagerBytes = [&](int j) -> uint32_t {
+    const Range r = chunkOf(shards[j], chunk, 0);
+    const size_t b = r.count ? w.bytes(r.count) : 0;
+    return b && b <= kAgreeEagerBytes ? static_cast<uint32_t>(b) : 0;
+  };
+  for (int j = 0; j < p; ++j)
+    if (j != me) eager[static_cast<size_t>(j)] = eagerBytes(j);
+  mineEager = eagerBytes(me) != 0;
+  agree.start(eager);
+  for (int d = 1; d < p; ++d) {
+    const int j = (me + d) % p;
+    if (eager[static_cast<size_t>(j)]) sendPiece(0, j);
+  }
+  agree.finish(&slots[0].sendReq);
+  tag = c.nextCollectiveTag();
 
   for (size_t step = 0; step < K + 2 * kDepth; ++step) {
     if (step < K) post(step);
