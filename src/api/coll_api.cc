@@ -173,10 +173,10 @@ cocclResult_t doAllGatherDelta(const void* sendbuff, void* recvbuff, size_t send
                           "it recvbuff's own shard holds the previous values)");
         }
       },
-      [=] {
+      [=](uint64_t seq) {
         if (sendcount)
-          comm->impl->runAllGatherDelta(request(Coll::AllGather, sendbuff, recvbuff, sendcount,
-                                                dt, cocclSum, 0, codecOf(codec), stream),
+          comm->impl->runAllGatherDelta(request(seq, Coll::AllGather, sendbuff, recvbuff,
+                                                sendcount, dt, cocclSum, 0, codecOf(codec), stream),
                                         flags);
       });
 }
