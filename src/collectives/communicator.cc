@@ -230,6 +230,13 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
     COCCL_CHECK_USAGE(DeltaDevice::built() && cudaDevice() >= 0,
                       "AllGatherDelta: device buffers, but the device path is off: %s",
                       deviceOff_.empty() ? "no device executor" : deviceOff_.c_str());
+    // Off until the device kernels pass on a GPU: the first H200 run (2026-12-01, at c180ad4)
+    // stopped with "misaligned address" (payload strides 4-byte aligned, since 256). Every rank
+    // decides alike (the headers above carry the memory kind); nothing is enqueued.
+    COCCL_CHECK_USAGE(DeltaDevice::kVerified,
+                      "AllGatherDelta: difference calls on device buffers are not available yet "
+                      "(their kernels are not verified on a GPU); use host buffers, or "
+                      "COCCL_DELTA_RESET for an exact call");
     if (!deltaDevice_) deltaDevice_ = std::make_unique<DeltaDevice>(cudaDevice());
     stats_.wireBytesSent = 0;
     deltaDevice_->run(r, p, rank(), static_cast<size_t>(config().chunkBytes),

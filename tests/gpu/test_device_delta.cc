@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "coll_util.h"
+#include "collectives/delta/delta_device.h"
 #include "compressed_util.h"
 #include "gpu_util.h"
 
@@ -62,8 +63,34 @@ std::vector<const char*> codecs() {
   return v;
 }
 
+// While the device difference path is off (DeltaDevice::kVerified, communicator.cc): a reset
+// call on device buffers is exact and succeeds, a difference call fails with
+// cocclInvalidUsage on every rank and leaves recvbuff alone.
+void deviceDifferenceIsOff(Rank& r) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  CodecHandle codec("int8");
+  const size_t n = 5000;
+  DevBuf dsend(n * 4), dout(n * r.nranks * 4);
+  ASSERT_EQ(cocclAllGatherDelta(dsend.data(), dout.data(), n, cocclFloat32, codec.c,
+                                COCCL_DELTA_RESET, r.comm, s),
+            cocclSuccess);
+  CUDA_OK(cudaStreamSynchronize(s));
+  const std::vector<uint8_t> before = dout.download();
+  EXPECT_EQ(cocclAllGatherDelta(dsend.data(), dout.data(), n, cocclFloat32, codec.c, 0u, r.comm, s),
+            cocclInvalidUsage);
+  EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("not available yet"), std::string::npos);
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(dout.download(), before);
+  cudaStreamDestroy(s);
+}
+
 // `steps` difference calls after a reset, device and host side by side, bitwise equal.
 void deviceMatchesHost(Rank& r, const char* algoPrefix) {
+  if (!DeltaDevice::kVerified) {
+    deviceDifferenceIsOff(r);
+    return;
+  }
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   const int p = r.nranks;

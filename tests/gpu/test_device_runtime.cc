@@ -135,9 +135,10 @@ TEST(DeviceRuntime, DeadPeerTimesOut) {
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     DevBuf b(1 << 20);
     if (r.rank == 2) {
-      // Joins nothing; waits until the others gave up, then sees their poisoned flags.
+      // Joins nothing; waits until the others gave up, then sees their poisoned flags. (The
+      // same call as theirs: a different count would fail the per-call agreement first.)
       std::this_thread::sleep_for(std::chrono::seconds(6));
-      ASSERT_EQ(cocclAllReduce(b.data(), b.data(), 1000, cocclFloat32, cocclSum, r.comm, s),
+      ASSERT_EQ(cocclAllReduce(b.data(), b.data(), 1 << 18, cocclFloat32, cocclSum, r.comm, s),
                 cocclSuccess);
       const auto t0 = std::chrono::steady_clock::now();
       CUDA_OK(cudaStreamSynchronize(s));

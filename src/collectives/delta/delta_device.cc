@@ -87,7 +87,9 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
   DeviceGuard g(m.device);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(r.stream);
   const size_t first = std::min(chunk, count);  // the largest piece
-  auto strideOf = [&](size_t n) { return (codec.encodedBytes(n, cocclFloat32) + 3) / 4 * 4; };
+  // Each rank's payload at a 256-byte aligned offset: the codecs' device decoders load it in
+  // 16-byte words (a 4-byte aligned stride gave "misaligned address" on an H200).
+  auto strideOf = [&](size_t n) { return (codec.encodedBytes(n, cocclFloat32) + 255) / 256 * 256; };
   m.grow(m.f, m.fBytes, first * sizeof(float), s, "fp32");
   m.grow(m.gath, m.gathBytes, static_cast<size_t>(p) * strideOf(first), s, "payload");
   const size_t wsNeed = codec.deviceWorkspaceBytes(first, cocclFloat32, 1);
