@@ -87,7 +87,7 @@ void deviceDifferenceIsOff(Rank& r) {
 
 // `steps` difference calls after a reset, device and host side by side, bitwise equal.
 void deviceMatchesHost(Rank& r, const char* algoPrefix) {
-  if (!DeltaDevice::kVerified) {
+  if (!coccl::DeltaDevice::kVerified) {
     deviceDifferenceIsOff(r);
     return;
   }
