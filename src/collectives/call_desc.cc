@@ -54,12 +54,6 @@ uint64_t callDescHash(const CallDesc& d) {
   return fnv1a64(&c, kCallDescHashedBytes);
 }
 
-uint64_t fnv1a64(const void* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
 
 CallDesc makeCallDesc(const CollRequest& r) {
   CallDesc d;

@@ -41,6 +41,7 @@
 #include <string>
 
 #include "collectives/request.h"
+#include "core/hash.h"  // fnv1a64
 
 namespace coccl {
 
@@ -72,8 +73,6 @@ constexpr size_t kCallDescHashedBytes = offsetof(CallDesc, hash);
 // The descriptor held in 128 bytes at `p` (as a device path stored it).
 CallDesc callDescFromBytes(const void* p);
 
-// FNV-1a 64 of `n` bytes.
-uint64_t fnv1a64(const void* p, size_t n);
 // The descriptor's `hash`: FNV-1a of its first kCallDescHashedBytes bytes, eagerBytes as 0.
 uint64_t callDescHash(const CallDesc& d);
 

@@ -7,16 +7,11 @@
 
 #include "core/agree.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/log.h"
 
 namespace coccl {
 namespace {
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;
@@ -54,7 +49,7 @@ void agreeOnText(CommContext& ctx, const std::string& text) {
     uint64_t hash, length;
   };
   std::vector<Sig> sigs(static_cast<size_t>(p));
-  sigs[static_cast<size_t>(me)] = Sig{fnv1a(text), text.size()};
+  sigs[static_cast<size_t>(me)] = Sig{fnv1a64(text), text.size()};
   ctx.bootstrap().allGather(sigs.data(), sizeof(Sig));
   int bad = -1;
   for (int r = 1; r < p && bad < 0; ++r)

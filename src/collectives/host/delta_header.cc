@@ -6,15 +6,10 @@
 #include "codecs/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace coccl {
 namespace {
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
 
 std::string typeText(uint32_t dt) {
   return dtypeValid(static_cast<int>(dt)) ? dtypeName(static_cast<cocclDataType_t>(dt))
@@ -44,7 +39,7 @@ DeltaHeader makeDeltaHeader(unsigned flags, size_t count, cocclDataType_t dt, bo
   h.mem = device ? 1u : 0u;
   const std::string spec = codec ? codec->spec() : std::string("none");
   h.codecFormat = codec ? codec->formatVersion() : 0;
-  h.codecHash = codec ? fnv1a(spec) : 0;
+  h.codecHash = codec ? fnv1a64(spec) : 0;
   h.payloadBytes = payloadBytes;
   std::memcpy(h.codec, spec.data(), std::min(spec.size(), sizeof(h.codec) - 1));
   return h;
