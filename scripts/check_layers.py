@@ -18,7 +18,7 @@ COMMON = ["coccl.h", "coccl_codec.h", "core/"]
 # per-call agreement descriptor) sit below the communicator: they see the context and the lower
 # layers, never the communicator or policy.
 SHARED = ["collectives/executor.h", "collectives/request.h", "collectives/stats.h",
-          "collectives/layout.h", "collectives/call_desc.h"]
+          "collectives/layout.h", "collectives/call_desc.h", "collectives/p2p_header.h"]
 BELOW_EXECUTORS = ["comm/", "mem/", "codecs/", "kernels/"]
 # Executors receive a CommContext and the request; they never include the communicator, the
 # policy, each other, or another executor's transport (no include runs upward inside

@@ -7,8 +7,8 @@
 #
 # usage: perf/train/compare.sh DATA_DIR OUT_DIR      (DATA_DIR: perf/train/corpus.py's output)
 # env:  SHIM      the shim (default build-gpu/nccl-tests-shim/libnccl.so.2)
-#       INT4      the int4 plug-in (default: the build tree's, beside libcoccl.so; the shim
-#                 carries coccl inside it, so a bare name is looked up beside the shim)
+#       INT4, TAH the int4 and tah plug-ins (default: the build tree's, beside libcoccl.so;
+#                 the shim carries coccl inside it, so a bare name is looked up beside the shim)
 #       RUNS      run names (default: all below, in that order)
 #       PARALLEL  runs at once on the machine (default 2; ranks share GPUs through MPS)
 #       NPROC     processes per run (default 4)
@@ -24,6 +24,10 @@
 #   fp8_nohad_tp      fp8_ash_ds without the Hadamard transform (rotate=0: per-block absmax E4M3)
 #   int4_tp           TP all-reduces through the int4 plug-in (15 levels, block 128)
 #   int4_dp           DP gradient reduce-scatter (fp32) through int4
+#   tah_pp            PP Send/Recv (activations and their gradients) through tah:row=512
+#                     (needs --pp 2 in TRAIN_ARGS; row = --dmodel)
+#   tp_fp8_pp_tah     the 3D demonstration: perf/policy/tp2-pp2.json picks fp8_ash_ds for the TP
+#                     groups' collectives and tah for the pipeline's Send/Recv (--tp 2 --pp 2)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -32,6 +36,7 @@ OUT=${2:?usage: compare.sh DATA_DIR OUT_DIR}
 mkdir -p "$OUT"
 SHIM=${SHIM:-$root/build-gpu/nccl-tests-shim/libnccl.so.2}
 INT4=${INT4:-$(dirname "$SHIM")/../src/api/coccl/libcoccl-codec-int4.so}
+TAH=${TAH:-$(dirname "$SHIM")/../src/api/coccl/libcoccl-codec-tah.so}
 PARALLEL=${PARALLEL:-2}
 NPROC=${NPROC:-4}
 TRAIN_ARGS=${TRAIN_ARGS:---tp 2 --dp 2 --steps 2000}
@@ -51,6 +56,8 @@ spec() {
     fp8_nohad_tp) echo "1 1 COCCL_CODEC_ALLREDUCE=fp8_ash_ds:rotate=0" ;;
     int4_tp) echo "1 1 COCCL_CODEC_PLUGIN=$INT4 COCCL_CODEC_ALLREDUCE=int4" ;;
     int4_dp) echo "1 1 COCCL_CODEC_PLUGIN=$INT4 COCCL_CODEC_REDUCESCATTER=int4" ;;
+    tah_pp) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_CODEC_SENDRECV=tah:row=512" ;;
+    tp_fp8_pp_tah) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_POLICY=$root/perf/policy/tp2-pp2.json" ;;
     *) return 1 ;;
   esac
 }
@@ -66,7 +73,7 @@ run() {
   s=$(spec "$name") || { echo "compare.sh: unknown run $name" >&2; return 1; }
   read -r seed shim rest <<<"$s"
   local -a envs=(env -u COCCL_CODEC -u COCCL_CODEC_ALLREDUCE -u COCCL_CODEC_REDUCESCATTER
-                 -u COCCL_CODEC_ALLGATHER COCCL_DEBUG=INFO COCCL_DEBUG_SUBSYS=COLL
+                 -u COCCL_CODEC_ALLGATHER -u COCCL_CODEC_SENDRECV -u COCCL_POLICY COCCL_DEBUG=INFO COCCL_DEBUG_SUBSYS=COLL
                  "COCCL_DEBUG_FILE=$OUT/$name.coccl.%p.log")
   # shellcheck disable=SC2206
   envs+=($rest)

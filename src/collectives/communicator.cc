@@ -7,6 +7,7 @@
 
 #include "codecs/abi/registry.h"
 #include "collectives/delta/delta_device.h"
+#include "collectives/p2p_device/device_p2p.h"
 #include "collectives/host/delta_header.h"
 #include "collectives/layout.h"
 #include "collectives/device_executors.h"
@@ -118,6 +119,7 @@ Communicator::~Communicator() {
     for (auto it = executors_.rbegin(); it != executors_.rend(); ++it) (*it)->abort();
   while (!executors_.empty()) executors_.pop_back();  // reverse order
   deltaDevice_.reset();  // cudaFree waits for this device's kernels
+  deviceP2P_.reset();
 }
 
 int Communicator::cudaDevice() const {
@@ -230,13 +232,6 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
     COCCL_CHECK_USAGE(DeltaDevice::built() && cudaDevice() >= 0,
                       "AllGatherDelta: device buffers, but the device path is off: %s",
                       deviceOff_.empty() ? "no device executor" : deviceOff_.c_str());
-    // Off until the device kernels pass on a GPU: the first H200 run (2026-12-01, at c180ad4)
-    // stopped with "misaligned address" (payload strides 4-byte aligned, since 256). Every rank
-    // decides alike (the headers above carry the memory kind); nothing is enqueued.
-    COCCL_CHECK_USAGE(DeltaDevice::kVerified,
-                      "AllGatherDelta: difference calls on device buffers are not available yet "
-                      "(their kernels are not verified on a GPU); use host buffers, or "
-                      "COCCL_DELTA_RESET for an exact call");
     if (!deltaDevice_) deltaDevice_ = std::make_unique<DeltaDevice>(cudaDevice());
     stats_.wireBytesSent = 0;
     deltaDevice_->run(r, p, rank(), static_cast<size_t>(config().chunkBytes),
@@ -273,21 +268,35 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   const MemKind mem = dev ? MemKind::Device : MemKind::Host;
   for (CollRequest& o : group) {
     o.mem = mem;
-    // Compressed Send/Recv runs on host buffers only for now: on device buffers both ends drop
-    // the codec alike (each end's buffers are device memory), so the message still matches.
-    if (o.codec && mem == MemKind::Device) {
+    // A codec without device launchers runs exact on device buffers; both ends drop it alike
+    // (each end's buffers are device memory), so the message still matches.
+    if (o.codec && mem == MemKind::Device && !o.codec->hasDeviceOps()) {
       if (!saidFallback_.exchange(true))
-        COCCL_WARN("%s with codec %s on device buffers: compressed Send/Recv runs on host "
-                   "buffers only; running it exact (said once per communicator)",
+        COCCL_WARN("%s with codec %s on device buffers: the codec has no device launchers; "
+                   "running it exact (said once per communicator)",
                    collName(o.coll), o.codec->name());
       o.codec = nullptr;
     }
     if (o.codec && !shown) shown = o.codec;
   }
   if (group.empty()) return;
-  Executor& x = routeGroup(group);
   beginStats(sent, shown);
-  x.runP2P(group, stats_);
+  if (mem == MemKind::Device && shown) {
+    // Compressed on device buffers: encode / exact byte group / decode (p2p_device/).
+    COCCL_CHECK_USAGE(DeviceP2P::built() && cudaDevice() >= 0,
+                      "%s with codec %s on device buffers, but the device path is off: %s",
+                      collName(group[0].coll), shown->name(),
+                      deviceOff_.empty() ? "no device executor" : deviceOff_.c_str());
+    if (!deviceP2P_)
+      deviceP2P_ = std::make_unique<DeviceP2P>(cudaDevice(), rank(), nranks(), ctx_.bootstrap());
+    deviceP2P_->run(group,
+                    [this](const std::vector<CollRequest>& bytes, CollStats& st) {
+                      routeGroup(bytes).runP2P(bytes, st);
+                    },
+                    stats_);
+  } else {
+    routeGroup(group).runP2P(group, stats_);
+  }
   totals_[static_cast<int>(Coll::Send)].add(stats_);
 }
 

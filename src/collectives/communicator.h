@@ -29,6 +29,7 @@ namespace coccl {
 
 class HostExecutor;
 class DeltaDevice;
+class DeviceP2P;
 
 class Communicator {
  public:
@@ -83,6 +84,7 @@ class Communicator {
   std::vector<std::unique_ptr<Executor>> executors_;  // routing order; destroyed in reverse
   HostExecutor* host_ = nullptr;                       // executors_[0]
   std::unique_ptr<DeltaDevice> deltaDevice_;  // the device difference mode's scratch (lazily)
+  std::unique_ptr<DeviceP2P> deviceP2P_;      // compressed device Send/Recv staging (lazily)
   std::string deviceOff_;  // why there is no device executor ("" when there is one)
   std::atomic<bool> saidFallback_{false};
   std::atomic<uint64_t> callSeq_{0};

@@ -150,6 +150,22 @@ void Bootstrap::barrier() {
   allGather(slots.data(), 1);
 }
 
+bool Bootstrap::tryRecv(int peer, uint64_t tag, void* data, size_t bytes) {
+  COCCL_CHECK_ARG(peer >= 0 && peer < nranks_, "bootstrap tryRecv: peer %d outside [0, %d)",
+                  peer, nranks_);
+  COCCL_CHECK_ARG(!(tag & kBootstrapInternalTagBit),
+                  "bootstrap tryRecv: tag %#llx uses the top bit",
+                  static_cast<unsigned long long>(tag));
+  COCCL_CHECK_ARG(data || bytes == 0, "bootstrap tryRecv: NULL data with %zu bytes", bytes);
+  impl_->checkAbort();
+  try {
+    return impl_->tryRecvFrom(peer, tag, data, bytes);
+  } catch (const Error& e) {
+    rethrowIn(e, aborted_, rank_,
+              format("recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
+  }
+}
+
 void Bootstrap::checkPeers() {
   impl_->checkAbort();
   Impl& m = *impl_;

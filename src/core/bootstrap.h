@@ -61,6 +61,9 @@ class Bootstrap {
   // barrier (cocclInvalidArgument here), so user tags never collide with them.
   void send(int peer, uint64_t tag, const void* data, size_t bytes);
   void recv(int peer, uint64_t tag, void* data, size_t bytes);
+  // recv without waiting: reads what the connections hold now (accepting new ones) and
+  // completes the receive if a message from `peer` with `tag` is there. True when it did.
+  bool tryRecv(int peer, uint64_t tag, void* data, size_t bytes);
 
   // data holds nranks slots of `bytes` each; slot `rank` is this rank's contribution.
   // On return every slot holds that rank's contribution (ring algorithm).

@@ -113,6 +113,7 @@ struct Bootstrap::Impl {
   void run(SendOp* s, RecvOp* r, const Deadline& dl);
   void sendTo(int peer, uint64_t tag, const void* data, size_t bytes, const Deadline& dl);
   void recvFrom(int peer, uint64_t tag, void* data, size_t bytes, const Deadline& dl);
+  bool tryRecvFrom(int peer, uint64_t tag, void* data, size_t bytes);
 };
 
 }  // namespace coccl

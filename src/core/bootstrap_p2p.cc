@@ -339,4 +339,24 @@ void Bootstrap::Impl::recvFrom(int peer, uint64_t tag, void* data, size_t bytes,
   run(nullptr, &r, dl);
 }
 
+// One pass over what is readable now: new connections and their hellos, then peer's frames
+// (into the queue), then the queue.
+bool Bootstrap::Impl::tryRecvFrom(int peer, uint64_t tag, void* data, size_t bytes) {
+  RecvOp r{peer, tag, static_cast<char*>(data), bytes};
+  if (tryQueue(r)) return true;
+  if (peer == rank) return false;
+  acceptAll();
+  acceptPaused = false;
+  const size_t np = pending.size();
+  for (size_t i = 0; i < np; ++i) readHello(pending[i]);
+  if (np) {
+    std::lock_guard<std::mutex> g(mu);
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [](const Pending& pd) { return !pd.sock.valid(); }),
+                  pending.end());
+  }
+  if (in[peer].sock.valid() && !in[peer].closed) pump(peer, nullptr);
+  return tryQueue(r);
+}
+
 }  // namespace coccl

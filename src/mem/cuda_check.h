@@ -30,6 +30,17 @@
 
 namespace coccl {
 
+// True when `s` is being captured into a CUDA graph (or cannot be asked: the legacy stream
+// while another stream captures globally).
+inline bool streamCapturing(cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  return st != cudaStreamCaptureStatusNone;
+}
+
 // Makes `dev` current for the scope (dev < 0: leaves it); restores the previous device. A
 // failing cudaSetDevice throws, unless kNoThrow (code that reports errors otherwise).
 class DeviceGuard {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -117,6 +118,44 @@ TEST(Bootstrap, LargeMessages) {
     std::vector<uint32_t> back(self.size());
     b.recv(me, 7, back.data(), back.size() * sizeof(uint32_t));
     EXPECT_TRUE(back == self);
+  });
+}
+
+// tryRecv never waits: false before the message exists (also from a rank that never
+// connected to this one), true once it arrived, in send order per (peer, tag), other tags
+// left queued; to self through the local queue.
+TEST(Bootstrap, TryRecvDoesNotWait) {
+  runRanks(3, [](Bootstrap& b) {
+    const int me = b.rank();
+    int v = -1;
+    EXPECT_FALSE(b.tryRecv((me + 1) % 3, 40, &v, sizeof(v)));
+    EXPECT_FALSE(b.tryRecv(me, 40, &v, sizeof(v)));
+    b.barrier();
+    if (me == 2) {
+      for (int k = 0; k < 3; ++k) b.send(0, 41, &k, sizeof(k));
+      const int other = 99;
+      b.send(0, 42, &other, sizeof(other));
+    }
+    b.send(me, 43, &me, sizeof(me));
+    if (me == 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < 3; ++k) {
+        int got = -1;
+        while (!b.tryRecv(2, 41, &got, sizeof(got))) {
+          ASSERT_LT(msSince(t0), 20000) << "message " << k << " never arrived";
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        EXPECT_EQ(got, k);
+      }
+      int got = -1;
+      EXPECT_FALSE(b.tryRecv(2, 41, &got, sizeof(got)));
+      b.recv(2, 42, &got, sizeof(got));  // left queued by the tryRecvs of tag 41
+      EXPECT_EQ(got, 99);
+    }
+    int self = -1;
+    EXPECT_TRUE(b.tryRecv(me, 43, &self, sizeof(self)));
+    EXPECT_EQ(self, me);
+    b.barrier();
   });
 }
 

@@ -13,20 +13,6 @@
 #include "mem/cuda_check.h"
 
 namespace coccl {
-namespace {
-
-// True when s is being captured into a CUDA graph (or cannot be asked).
-bool capturing(cudaStream_t s) {
-  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return true;
-  }
-  return st != cudaStreamCaptureStatusNone;
-}
-
-}  // namespace
-
 struct DeltaDevice::Impl {
   int device = -1;
   float* f = nullptr;  // one piece's fp32 differences / decoded values
@@ -51,7 +37,7 @@ struct DeltaDevice::Impl {
   template <class T>
   void grow(T*& buf, size_t& have, size_t need, cudaStream_t s, const char* what) {
     if (need <= have) return;
-    COCCL_CHECK_USAGE(!capturing(s),
+    COCCL_CHECK_USAGE(!streamCapturing(s),
                       "AllGatherDelta on device buffers needs %zu bytes of %s scratch: run the "
                       "call once outside the CUDA graph capture first (the scratch then stays)",
                       need, what);
@@ -96,7 +82,7 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
   m.grow(m.ws, m.wsBytes, wsNeed, s, "codec workspace");
   void* ws = wsNeed ? m.ws : nullptr;
   if (!m.tail) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
-  const bool eager = !capturing(s);
+  const bool eager = !streamCapturing(s);
   if (eager && m.tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, m.tail, 0));
 
   const auto* in = static_cast<const char*>(r.in);

@@ -40,9 +40,6 @@ class DeltaDevice {
            CollStats& stats);
   // True when this build has the device part (CUDA builds).
   static bool built();
-  // Whether the communicator runs difference calls here: false until the device kernels pass
-  // tests/gpu/test_device_delta.cc on a GPU (the first run failed; see communicator.cc).
-  static constexpr bool kVerified = false;
 
  private:
   struct Impl;

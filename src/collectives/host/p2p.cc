@@ -13,7 +13,7 @@
 
 #include "collectives/host/algorithms.h"
 #include "collectives/host/host_executor.h"
-#include "collectives/host/p2p_header.h"
+#include "collectives/p2p_header.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"

@@ -76,21 +76,10 @@ struct StagedCodec::Impl {
     if (ws) COCCL_CUDA_WARN(cudaFree(ws));
   }
 
-  // True when s is being captured into a CUDA graph (or cannot be asked: the legacy stream
-  // while another stream captures globally).
-  static bool capturing(cudaStream_t s) {
-    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return true;
-    }
-    return st != cudaStreamCaptureStatusNone;
-  }
-
   // Runs one compressed pipeline on s: ordered after the previous eager call, joined and the
   // transport aborted (peers get an error instead of waiting forever) when anything fails half-way.
   void pipeline(cudaStream_t s, const std::function<void()>& body) {
-    const bool eager = !capturing(s);
+    const bool eager = !streamCapturing(s);
     if (eager && tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, tail, 0));
     try {
       body();
@@ -143,7 +132,7 @@ struct StagedCodec::Impl {
   void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
     const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
     if (need <= wsBytes) return need ? ws : nullptr;
-    COCCL_CHECK_USAGE(!capturing(s),
+    COCCL_CHECK_USAGE(!streamCapturing(s),
                       "codec %s needs %zu bytes of device workspace: run the collective once "
                       "outside the CUDA graph capture first", c.name(), need);
     COCCL_CUDA_CHECK(cudaDeviceSynchronize());

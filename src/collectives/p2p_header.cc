@@ -1,4 +1,4 @@
-#include "collectives/host/p2p_header.h"
+#include "collectives/p2p_header.h"
 
 #include <algorithm>
 #include <cstring>
