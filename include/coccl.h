@@ -346,8 +346,13 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
  * plus each Send's payload (count x element size, or the codec's encodedBytes(count)).
  * count == 0 is a no-op (no header either: a peer that posts a non-zero count then waits until
  * COCCL_TIMEOUT_MS).
- * Device buffers run exact (a codec chosen by the policy or per call is dropped, said once per
- * communicator) with the executor's own semantics (no header).
+ * Device buffers: compressed with a codec that has device launchers (others run exact, said
+ * once per communicator): the sender encodes on `stream`, sends its header over the bootstrap
+ * and returns without waiting; the receiver waits for that header (COCCL_TIMEOUT_MS), checks
+ * it, answers with its own, receives and decodes on `stream`; a disagreeing receiver returns
+ * cocclInvalidUsage at once (recvbuff untouched), the sender from its next Send/Recv group on
+ * the communicator. Not capturable into a CUDA graph. Exact Send/Recv on device buffers keep
+ * the executor's own semantics (no header). README "Send/Recv".
  * Errors: cocclInvalidArgument (peer outside [0, nranks), a bad datatype, a NULL buffer with
  * count > 0); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
  * plus the header comment's); cocclSystemError (the peer did not post its side within

@@ -15,6 +15,7 @@
 #       TRAIN_ARGS train.py arguments (default "--tp 2 --dp 2 --steps 2000")
 #       RUN_TIMEOUT seconds per run (default 900)
 #       USE_MPS=1 start a private MPS control daemon (stopped at exit)
+#       KEEP_LOGS=1 keep each rank's COCCL_DEBUG=INFO log ($OUT/<run>.coccl.<pid>.log)
 # Runs (name: what differs):
 #   base_s1, base_s2  NCCL, seeds 1 and 2 (no shim)
 #   exact_shim        the shim, nothing compressed (COCCL_CODEC unset)
@@ -89,7 +90,7 @@ run() {
   # what coccl ran compressed, per communicator (rank lines at destroy)
   cat "$OUT/$name".coccl.*.log 2>/dev/null | grep -h "compressed" | sed 's/^[^ ]* //' \
     | sort | uniq -c | head -20 >"$OUT/$name.coccl.txt"
-  rm -f "$OUT/$name".coccl.*.log
+  [ "${KEEP_LOGS:-0}" = 1 ] || rm -f "$OUT/$name".coccl.*.log
   return $rc
 }
 

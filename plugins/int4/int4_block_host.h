@@ -10,16 +10,28 @@
 
 namespace int4c {
 
-// v <- H_S v on each S-element sub-block of v[0, g) (stages over bit 0, 1, ...).
+// v <- H_S v on each S-element sub-block of v[0, g) (stages over bit 0, 1, ...). Within a
+// stage the pairs (i, i + h) are independent, so visiting them run by run (contiguous j, which
+// the compiler vectorises) gives the same bits as any other order.
 inline void fwhtSub(float* v, int g, int s) {
-  for (int base = 0; base < g; base += s)
-    for (int h = 1; h < s; h <<= 1)
-      for (int i = 0; i < s; ++i)
-        if ((i & h) == 0) {
-          const float a = v[base + i], c = v[base + i + h];
-          v[base + i] = addRn(a, c);
-          v[base + i + h] = subRn(a, c);
+  for (int base = 0; base < g; base += s) {
+    float* w = v + base;
+    for (int i = 0; i < s; i += 2) {  // h = 1
+      const float a = w[i], c = w[i + 1];
+      w[i] = addRn(a, c);
+      w[i + 1] = subRn(a, c);
+    }
+    for (int h = 2; h < s; h <<= 1)
+      for (int i0 = 0; i0 < s; i0 += 2 * h) {
+        float* lo = w + i0;
+        float* hi = lo + h;
+        for (int j = 0; j < h; ++j) {
+          const float a = lo[j], c = hi[j];
+          lo[j] = addRn(a, c);
+          hi[j] = subRn(a, c);
         }
+      }
+  }
 }
 
 inline uint32_t absBits(float f) { return fbits(f) & 0x7fffffffu; }
@@ -28,13 +40,15 @@ inline uint32_t absBits(float f) { return fbits(f) & 0x7fffffffu; }
 // y: scratch of G floats.
 inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t* codes, float* y) {
   const int g = p.block, s = p.sub();
-  uint32_t amax = 0;
-  float fmax = 0.0f;
+  // The largest |x| bits, and the largest finite |x|: for non-negative floats the bit order is
+  // the value order, so integer maxima (vectorised) give the same values.
+  uint32_t amax = 0, fbitsMax = 0;
   for (int i = 0; i < g; ++i) {
     const uint32_t a = absBits(x[i]);
     amax = a > amax ? a : amax;
-    if (a < 0x7f800000u && bitsf(a) > fmax) fmax = bitsf(a);
+    fbitsMax = (a < 0x7f800000u && a > fbitsMax) ? a : fbitsMax;
   }
+  const float fmax = bitsf(fbitsMax);
   float m = 0.0f;
   const bool mayRotate = p.mode != kModePlain && amax < 0x7f800000u;
   if (mayRotate) {
@@ -60,6 +74,12 @@ inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t
     return plan.word;
   }
   const float* v = plan.rotated ? y : x;
+  if (!p.stochastic) {  // the same quant() per element, pairs at a time (vectorised)
+    for (int k = 0; k < g / 2; ++k)
+      codes[k] = packPair(quant(mulRn(v[2 * k], plan.inv), false, 0u),
+                          quant(mulRn(v[2 * k + 1], plan.inv), false, 0u));
+    return plan.word;
+  }
   uint32_t bh = 0;
   if (p.stochastic)
     for (int j = 0; j < g; ++j) bh ^= elemHashTerm(fbits(x[j]), static_cast<uint32_t>(j));

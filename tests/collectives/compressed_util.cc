@@ -56,4 +56,26 @@ bool sameOnAllRanks(const Rank& r, uint64_t hash) {
   return true;
 }
 
+CodecHandle::CodecHandle(const char* spec) {
+  EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess) << spec << ": " << cocclGetLastError(nullptr);
+}
+CodecHandle::~CodecHandle() {
+  if (c) cocclCodecDestroy(c);
+}
+size_t CodecHandle::block() const {
+  size_t g = 0;
+  EXPECT_EQ(cocclCodecBlockElems(c, &g), cocclSuccess);
+  return g;
+}
+size_t CodecHandle::encoded(size_t n, cocclDataType_t dt) const {
+  size_t b = 0;
+  EXPECT_EQ(cocclCodecEncodedBytes(c, n, dt, &b), cocclSuccess);
+  return b;
+}
+double CodecHandle::bound(double rms, double absmax) const {
+  double b = 0;
+  EXPECT_EQ(cocclCodecErrorBound(c, rms, absmax, &b), cocclSuccess);
+  return b;
+}
+
 }  // namespace coccl::test

@@ -30,4 +30,17 @@ uint64_t hashBytes(const void* p, size_t n);
 // True if every rank passed the same hash (exact AllGather of the hashes through `comm`).
 bool sameOnAllRanks(const Rank& r, uint64_t hash);
 
+// A codec handle owned by the test (cocclCodecCreate / cocclCodecDestroy; a failed create is
+// a gtest failure naming the spec), with the codec's facts through the public API.
+struct CodecHandle {
+  cocclCodec_t c = nullptr;
+  explicit CodecHandle(const char* spec);
+  ~CodecHandle();
+  CodecHandle(const CodecHandle&) = delete;
+  CodecHandle& operator=(const CodecHandle&) = delete;
+  size_t block() const;                                           // cocclCodecBlockElems
+  size_t encoded(size_t n, cocclDataType_t dt = cocclFloat32) const;  // cocclCodecEncodedBytes
+  double bound(double rms, double absmax) const;                  // cocclCodecErrorBound
+};
+
 }  // namespace coccl::test

@@ -48,32 +48,6 @@ void setupEnv() {
 #endif
 }
 
-struct CodecHandle {
-  cocclCodec_t c = nullptr;
-  explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess)
-        << spec << ": " << cocclGetLastError(nullptr);
-  }
-  ~CodecHandle() {
-    if (c) cocclCodecDestroy(c);
-  }
-  size_t block() const {
-    size_t g = 0;
-    EXPECT_EQ(cocclCodecBlockElems(c, &g), cocclSuccess);
-    return g;
-  }
-  size_t encoded(size_t n) const {
-    size_t b = 0;
-    EXPECT_EQ(cocclCodecEncodedBytes(c, n, cocclFloat32, &b), cocclSuccess);
-    return b;
-  }
-  double bound(double rms, double absmax) const {
-    double b = 0;
-    EXPECT_EQ(cocclCodecErrorBound(c, rms, absmax, &b), cocclSuccess);
-    return b;
-  }
-};
-
 RunOptions options(long long chunkBytes = -1) {
   RunOptions o;
   o.config = configWithTimeout(60000);

@@ -205,4 +205,14 @@ std::vector<uint8_t> hostPattern(size_t n, cocclDataType_t dt, int a, int b) {
   return v;
 }
 
+GpuRunOptions overNcclTransport(GpuRunOptions o) {
+  o.harnessTimeoutS = std::max(o.harnessTimeoutS, 400);
+  o.env.push_back({"COCCL_DEVICE_TRANSPORT", "nccl"});
+  o.env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
+  o.env.push_back({"NCCL_NVLS_ENABLE", "0"});
+  o.env.push_back({"NCCL_DEBUG", "WARN"});
+  o.ncclHostIdPerRank = true;
+  return o;
+}
+
 }  // namespace coccl::test

@@ -54,6 +54,10 @@ struct GpuRunOptions {
   bool gpuPerRank = false;
 };
 
+// `o` moved onto the NCCL transport (COCCL_DEVICE_TRANSPORT=nccl over loopback sockets, NVLS
+// off, each rank its own NCCL_HOSTID, a longer harness timeout for NCCL's init).
+GpuRunOptions overNcclTransport(GpuRunOptions o);
+
 // Runs body(rank) on n forked processes; each child calls cudaSetDevice(0) (or its own
 // device, gpuPerRank), then
 // cocclCommInitRankConfig, the body, cocclCommDestroy. Failures are gtest failures (a child

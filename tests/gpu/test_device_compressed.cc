@@ -24,14 +24,6 @@ GpuRunOptions smallStaging() {
   return o;
 }
 
-struct CodecHandle {
-  cocclCodec_t c = nullptr;
-  explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess) << spec;
-  }
-  ~CodecHandle() { cocclCodecDestroy(c); }
-};
-
 const char* const kCodecs[] = {"fp8_ash_ds", "int8", "fp8_ash_ds:block=32,format=e5m2",
                                "int8:block=512,rotate=0", "fp8_ash_ds:block=256",
                                "int8:block=64", "fp8_ash_ds:rotate=0"};

@@ -22,17 +22,6 @@ using namespace coccl::test;
 
 namespace {
 
-struct CodecHandle {
-  cocclCodec_t c = nullptr;
-  explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess)
-        << spec << ": " << cocclGetLastError(nullptr);
-  }
-  ~CodecHandle() {
-    if (c) cocclCodecDestroy(c);
-  }
-};
-
 GpuRunOptions ipc() {
   GpuRunOptions o;
   o.config.timeoutMs = 60000;
@@ -44,16 +33,7 @@ GpuRunOptions ipc() {
   return o;
 }
 
-GpuRunOptions overNccl() {
-  GpuRunOptions o = ipc();
-  o.harnessTimeoutS = 400;
-  o.env.push_back({"COCCL_DEVICE_TRANSPORT", "nccl"});
-  o.env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
-  o.env.push_back({"NCCL_NVLS_ENABLE", "0"});
-  o.env.push_back({"NCCL_DEBUG", "WARN"});
-  o.ncclHostIdPerRank = true;
-  return o;
-}
+GpuRunOptions overNccl() { return overNcclTransport(ipc()); }
 
 std::vector<const char*> codecs() {
   std::vector<const char*> v = {"int8", "fp8_ash_ds", "int8:block=32,rotate=0"};

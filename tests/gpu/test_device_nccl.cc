@@ -28,14 +28,6 @@ GpuRunOptions overNccl() {
   return o;
 }
 
-struct CodecHandle {
-  cocclCodec_t c = nullptr;
-  explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess) << spec;
-  }
-  ~CodecHandle() { cocclCodecDestroy(c); }
-};
-
 // One small AllReduce on device buffers; the last call's statistics name the algorithm (the
 // device path over NCCL, not CUDA IPC and not the host path).
 void expectDeviceAlgorithm(const Rank& r, cocclCodec_t codec, const char* want) {

@@ -20,22 +20,6 @@ using namespace coccl::test;
 
 namespace {
 
-struct CodecHandle {
-  cocclCodec_t c = nullptr;
-  explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess)
-        << spec << ": " << cocclGetLastError(nullptr);
-  }
-  ~CodecHandle() {
-    if (c) cocclCodecDestroy(c);
-  }
-  size_t bytes(size_t n, cocclDataType_t dt) const {
-    size_t b = 0;
-    EXPECT_EQ(cocclCodecEncodedBytes(c, n, dt, &b), cocclSuccess);
-    return b;
-  }
-};
-
 GpuRunOptions ipc() {
   GpuRunOptions o;
   o.config.timeoutMs = 60000;
@@ -51,16 +35,7 @@ GpuRunOptions ipc() {
   return o;
 }
 
-GpuRunOptions overNccl() {
-  GpuRunOptions o = ipc();
-  o.harnessTimeoutS = 400;
-  o.env.push_back({"COCCL_DEVICE_TRANSPORT", "nccl"});
-  o.env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
-  o.env.push_back({"NCCL_NVLS_ENABLE", "0"});
-  o.env.push_back({"NCCL_DEBUG", "WARN"});
-  o.ncclHostIdPerRank = true;
-  return o;
-}
+GpuRunOptions overNccl() { return overNcclTransport(ipc()); }
 
 std::vector<const char*> codecs() {
   std::vector<const char*> v = {"int8", "fp8_ash_ds"};
@@ -115,7 +90,7 @@ void ringAndAllToAll(Rank& r, const char* algoPrefix) {
         ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
         EXPECT_EQ(std::string(st.algorithm).rfind(algoPrefix, 0), 0u) << st.algorithm;
         // payload + this rank's header (as sender) and verdict (as receiver)
-        EXPECT_EQ(st.wireBytesSent, codec.bytes(n, dt) + 2 * 128) << spec;
+        EXPECT_EQ(st.wireBytesSent, codec.encoded(n, dt) + 2 * 128) << spec;
         CUDA_OK(cudaStreamSynchronize(s));
         const std::vector<uint8_t> want = hostRecv(r, mine, to, from, n, dt, codec.c);
         ASSERT_TRUE(sameValues(rb.download(), want, dt))

@@ -19,14 +19,6 @@ using namespace coccl::test;
 
 namespace {
 
-struct CodecHandle {
-  cocclCodec_t c = nullptr;
-  explicit CodecHandle(const char* spec) {
-    EXPECT_EQ(cocclCodecCreate(spec, &c), cocclSuccess) << spec;
-  }
-  ~CodecHandle() { cocclCodecDestroy(c); }
-};
-
 // One compressed AllReduce captured into a CUDA graph, replayed 200 times with a new input each
 // time (input = step + rank): every replay bitwise equal to the host path's result for that
 // step, never the previous step's. Eager calls in between share the round numbers.
