@@ -1,6 +1,7 @@
-// int4 codec: one block on the host (scalar loops over the math of int4_math.h). The device
-// kernels (int4_device.cu) distribute the same operations over a warp; the results are equal
-// bit for bit because every fp32 operation and its operands are the same.
+// int4 codec: one block on the host (loops over the math of int4_math.h, written so that the
+// compiler vectorises them). The device kernels (int4_device.cu) distribute the same operations
+// over a warp; the results are equal bit for bit because every fp32 operation and its operands
+// are the same.
 #pragma once
 
 #include <string.h>

@@ -114,9 +114,14 @@ void Bootstrap::Impl::pump(int p, RecvOp* want) {
     c.hdrGot = 0;
     c.inPayload = true;
     c.got = 0;
-    const FrameWant fw{target && !want->done ? want->tag : 0,
-                       target && !want->done ? want->bytes : 0};
-    const FrameRoute route = routeFrame(c.hdr[0], c.hdr[1], target && !want->done ? &fw : nullptr);
+    // Straight into the caller's buffer only while no earlier frame of its tag waits in the
+    // queue (one read into the queue before this receive began): messages of one (peer, tag)
+    // are delivered in send order, and a frame still arriving never completes a receive that
+    // the queue satisfies first (which would leave this frame writing into a returned buffer).
+    auto q = queued.find({p, c.hdr[0]});
+    const bool direct = target && !want->done && (q == queued.end() || q->second.empty());
+    const FrameWant fw{direct ? want->tag : 0, direct ? want->bytes : 0};
+    const FrameRoute route = routeFrame(c.hdr[0], c.hdr[1], direct ? &fw : nullptr);
     c.toUser = route == FrameRoute::ToUser;
     c.dst = c.toUser ? want->data : nullptr;
     c.buf = std::vector<char>();  // else: queued, the buffer grows as the payload arrives

@@ -159,6 +159,32 @@ TEST(Bootstrap, TryRecvDoesNotWait) {
   });
 }
 
+// A frame partly read into the queue (here by a tryRecv of another tag) and then finished by
+// a recv of its own tag is delivered first; the next frame of that tag, already on the wire,
+// goes to the queue (never straight into the caller's buffer ahead of it).
+TEST(Bootstrap, PartlyQueuedFrameKeepsSendOrder) {
+  runRanks(2, [](Bootstrap& b) {
+    const size_t big = (32u << 20) / sizeof(uint32_t);
+    if (b.rank() == 1) {
+      auto v = pattern(big, 5);
+      b.send(0, 50, v.data(), v.size() * sizeof(uint32_t));
+      const uint32_t small = 77;
+      b.send(0, 50, &small, sizeof(small));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      int dummy = 0;
+      EXPECT_FALSE(b.tryRecv(1, 51, &dummy, sizeof(dummy)));  // reads part of the big frame
+      std::vector<uint32_t> got(big);
+      b.recv(1, 50, got.data(), got.size() * sizeof(uint32_t));
+      EXPECT_TRUE(got == pattern(big, 5));
+      uint32_t small = 0;
+      b.recv(1, 50, &small, sizeof(small));
+      EXPECT_EQ(small, 77u);
+    }
+    b.barrier();
+  });
+}
+
 TEST(Bootstrap, LargeAllGather) {
   const int n = 4;
   const size_t words = (2u << 20) / sizeof(uint32_t);  // 2 MiB slots: past the socket buffers
