@@ -1,10 +1,12 @@
 // A policy file (COCCL_POLICY / cocclConfig_t.policy, docs/policy.md) on device buffers: the
 // rule that matches a device AllReduce picks its codec (cocclCommGetLastCollStats on 2
 // processes sharing one GPU), the threshold of the rule applies, and a Send/Recv the policy
-// compresses runs exact on device buffers (said once) with the exact bytes at the receiver.
+// compresses goes through the rule's codec on device buffers too (values within its bound).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -58,18 +60,43 @@ TEST(DevicePolicy, RulesPickTheDeviceCodec) {
       CUDA_OK(cudaStreamSynchronize(s));
       EXPECT_EQ(codecOf(r.comm), c.codec) << c.bytes << " bytes of type " << c.dt;
     }
-    // Send/Recv: the policy compresses it; on device buffers it runs exact.
-    std::vector<uint8_t> payload(1 << 16);
-    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7 + 3);
-    DevBuf p(payload.size(), 0);
-    if (r.rank == 0) p.upload(payload.data(), payload.size());
-    const size_t n = payload.size() / 2;
+    // Send/Recv: the policy compresses it, on device buffers too (device_p2p): int8 values.
+    const size_t n = 1 << 15;
+    std::vector<uint16_t> xs(n);
+    for (size_t i = 0; i < n; ++i) {
+      const float v = std::sin(0.01f * static_cast<float>(i));
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      xs[i] = static_cast<uint16_t>(u >> 16);  // truncated to bf16: exactly representable
+    }
+    DevBuf p(n * 2, 0);
+    if (r.rank == 0) p.upload(xs.data(), n * 2);
     ASSERT_EQ(r.rank == 0 ? cocclSend(p.data(), n, cocclBfloat16, 1, r.comm, s)
                           : cocclRecv(p.data(), n, cocclBfloat16, 0, r.comm, s),
               cocclSuccess) << cocclGetLastError(r.comm);
     CUDA_OK(cudaStreamSynchronize(s));
+    EXPECT_EQ(codecOf(r.comm), "int8");
     if (r.rank == 1) {
-      EXPECT_EQ(p.download(), payload);
+      const std::vector<uint8_t> got = p.download();
+      double worst = 0;
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, got.data() + 2 * i, 2);
+        const uint32_t ub = uint32_t{b} << 16, ux = uint32_t{xs[i]} << 16;
+        float d, x;
+        std::memcpy(&d, &ub, 4);
+        std::memcpy(&x, &ux, 4);
+        worst = std::max(worst, std::fabs(double(d) - x));
+      }
+      // The codec's own bound for a block of |x| <= 1, rms <= 1 (an upper bound for every
+      // block here), plus bf16 rounding of the result (<= 2^-9 below 1).
+      cocclCodec_t c = nullptr;
+      ASSERT_EQ(cocclCodecCreate("int8", &c), cocclSuccess);
+      double bound = 0;
+      ASSERT_EQ(cocclCodecErrorBound(c, 1.0, 1.0, &bound), cocclSuccess);
+      cocclCodecDestroy(c);
+      EXPECT_LE(worst, bound + 1.0 / 512);
+      EXPECT_GT(worst, 0.0);  // lossy: not the exact path
     }
     cudaStreamDestroy(s);
   }, o);

@@ -11,16 +11,14 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "mem/cuda_check.h"
+#include "mem/device_scratch.h"
 
 namespace coccl {
 struct DeltaDevice::Impl {
   int device = -1;
-  float* f = nullptr;  // one piece's fp32 differences / decoded values
-  size_t fBytes = 0;
-  char* gath = nullptr;  // p payloads of one piece
-  size_t gathBytes = 0;
-  void* ws = nullptr;  // the codec's workspace
-  size_t wsBytes = 0;
+  DeviceScratch f;             // one piece's fp32 differences / decoded values
+  DeviceScratch gath;          // p payloads of one piece
+  DeviceScratch ws;            // the codec's workspace
   cudaEvent_t tail = nullptr;  // the end of the last call issued outside a capture
   bool tailSet = false;
   std::string algo;  // CollStats::algorithm
@@ -28,27 +26,17 @@ struct DeltaDevice::Impl {
   ~Impl() {
     DeviceGuard g(device, DeviceGuard::kNoThrow);
     if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
-    if (f) COCCL_CUDA_WARN(cudaFree(f));
-    if (gath) COCCL_CUDA_WARN(cudaFree(gath));
-    if (ws) COCCL_CUDA_WARN(cudaFree(ws));
+    for (DeviceScratch* b : {&f, &gath, &ws}) b->release();
   }
 
-  // Grows `buf` to `need` bytes (never during a capture: cudaFree / cudaMalloc).
-  template <class T>
-  void grow(T*& buf, size_t& have, size_t need, cudaStream_t s, const char* what) {
-    if (need <= have) return;
-    COCCL_CHECK_USAGE(!streamCapturing(s),
-                      "AllGatherDelta on device buffers needs %zu bytes of %s scratch: run the "
-                      "call once outside the CUDA graph capture first (the scratch then stays)",
-                      need, what);
-    COCCL_CUDA_CHECK(cudaDeviceSynchronize());
-    if (buf) COCCL_CUDA_CHECK(cudaFree(buf));
-    buf = nullptr;
-    have = 0;
-    void* p = nullptr;
-    COCCL_CUDA_CHECK(cudaMalloc(&p, need));
-    buf = static_cast<T*>(p);
-    have = need;
+  // `buf` with at least `need` bytes (never grown during a capture: cudaMalloc).
+  static char* grow(DeviceScratch& buf, size_t need, cudaStream_t s, const char* what) {
+    if (!buf.fits(need))
+      COCCL_CHECK_USAGE(!streamCapturing(s),
+                        "AllGatherDelta on device buffers needs %zu bytes of %s scratch: run the "
+                        "call once outside the CUDA graph capture first (the scratch then stays)",
+                        need, what);
+    return static_cast<char*>(buf.grow(need));
   }
 };
 
@@ -76,11 +64,10 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
   // Each rank's payload at a 256-byte aligned offset: the codecs' device decoders load it in
   // 16-byte words (a 4-byte aligned stride gave "misaligned address" on an H200).
   auto strideOf = [&](size_t n) { return (codec.encodedBytes(n, cocclFloat32) + 255) / 256 * 256; };
-  m.grow(m.f, m.fBytes, first * sizeof(float), s, "fp32");
-  m.grow(m.gath, m.gathBytes, static_cast<size_t>(p) * strideOf(first), s, "payload");
+  auto* f = reinterpret_cast<float*>(Impl::grow(m.f, first * sizeof(float), s, "fp32"));
+  char* gath = Impl::grow(m.gath, static_cast<size_t>(p) * strideOf(first), s, "payload");
   const size_t wsNeed = codec.deviceWorkspaceBytes(first, cocclFloat32, 1);
-  m.grow(m.ws, m.wsBytes, wsNeed, s, "codec workspace");
-  void* ws = wsNeed ? m.ws : nullptr;
+  void* ws = wsNeed ? Impl::grow(m.ws, wsNeed, s, "codec workspace") : nullptr;
   if (!m.tail) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
   const bool eager = !streamCapturing(s);
   if (eager && m.tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, m.tail, 0));
@@ -93,14 +80,14 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
   for (size_t k = 0; k < K; ++k) {
     const Range c = chunkOf(whole, chunk, k);
     const size_t stride = strideOf(c.count);
-    char* mine = m.gath + static_cast<size_t>(me) * stride;
+    char* mine = gath + static_cast<size_t>(me) * stride;
     launchDeltaDiff(in + c.begin * es, out + (static_cast<size_t>(me) * count + c.begin) * es, dt,
-                    c.count, m.f, r.stream);
-    codec.deviceEncode(m.f, cocclFloat32, c.count, mine, ws, s);
+                    c.count, f, r.stream);
+    codec.deviceEncode(f, cocclFloat32, c.count, mine, ws, s);
     CollRequest x;
     x.coll = Coll::AllGather;
     x.in = mine;
-    x.out = m.gath;
+    x.out = gath;
     x.count = stride;
     x.dt = cocclUint8;
     x.stream = r.stream;
@@ -110,9 +97,8 @@ void DeltaDevice::run(const CollRequest& r, int p, int me, size_t chunkBytes, co
     wire += xs.wireBytesSent;
     innerAlgo = xs.algorithm;
     for (int j = 0; j < p; ++j) {
-      codec.deviceDecode(m.gath + static_cast<size_t>(j) * stride, c.count, cocclFloat32, m.f, ws,
-                         s);
-      launchDeltaApply(out + (static_cast<size_t>(j) * count + c.begin) * es, m.f, dt, c.count,
+      codec.deviceDecode(gath + static_cast<size_t>(j) * stride, c.count, cocclFloat32, f, ws, s);
+      launchDeltaApply(out + (static_cast<size_t>(j) * count + c.begin) * es, f, dt, c.count,
                        r.stream);
     }
   }

@@ -11,6 +11,7 @@
 #include "core/bootstrap.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "mem/cuda_check.h"
 
 namespace coccl {
@@ -24,14 +25,6 @@ constexpr uint64_t kVerdictTag = 0x4450325056524431ull;  // "DP2PVRD1": receiver
 // receiver does not post a receive; the sender's transfer then fails on its own timeout).
 constexpr uint64_t kMaxDrainBytes = uint64_t{1} << 36;
 
-// One staging buffer: free again once `done` (recorded after its last use) has completed.
-struct Slot {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  cudaEvent_t done = nullptr;
-  bool busy = false;  // handed out to the call being issued
-};
-
 }  // namespace
 
 struct DeviceP2P::Impl {
@@ -39,46 +32,48 @@ struct DeviceP2P::Impl {
   Bootstrap& bs;
   std::vector<uint64_t> sendSeq, recvSeq;
   std::vector<std::deque<P2PHeader>> awaiting;  // per peer: my Sender headers, oldest first
-  std::deque<Slot> slots;                        // stable addresses
+  // Staging comes from a stream-ordered pool of our own (cudaMallocFromPoolAsync on the
+  // call's stream, cudaFreeAsync after its last use): no cudaMalloc and no host wait on the
+  // call path (a cudaMalloc there was seen to stall a rank while a peer's P2P kernel waited
+  // for this one), and nothing is reused before the stream has passed its last use. The pool
+  // keeps what it got (release threshold: never), so the steady state allocates nothing new.
+  cudaMemPool_t pool = nullptr;
   std::string algo;
 
   Impl(int dev, int rank, int nranks, Bootstrap& b)
-      : device(dev), me(rank), p(nranks), bs(b), sendSeq(static_cast<size_t>(nranks), 0),
-        recvSeq(static_cast<size_t>(nranks), 0), awaiting(static_cast<size_t>(nranks)) {}
+      : device(dev),
+        me(rank),
+        p(nranks),
+        bs(b),
+        sendSeq(static_cast<size_t>(nranks), 0),
+        recvSeq(static_cast<size_t>(nranks), 0),
+        awaiting(static_cast<size_t>(nranks)) {
+    DeviceGuard g(device);
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    COCCL_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep = UINT64_MAX;
+    COCCL_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  // Outstanding allocations (frees still queued on a stream) keep the pool alive until done.
   ~Impl() {
     DeviceGuard g(device, DeviceGuard::kNoThrow);
-    for (Slot& s : slots) {
-      if (s.ptr) COCCL_CUDA_WARN(cudaFree(s.ptr));  // waits for the device's work
-      if (s.done) COCCL_CUDA_WARN(cudaEventDestroy(s.done));
-    }
+    if (pool) COCCL_CUDA_WARN(cudaMemPoolDestroy(pool));
   }
 
-  // A free slot of at least `bytes`. Never frees (cudaFree would wait for all device work,
-  // which may wait for a peer that waits for this rank): a too small free slot stays for
-  // smaller requests and a new one is made. Rounded up to 64 KiB.
-  Slot* get(size_t bytes) {
-    bytes = (bytes + 65535) / 65536 * 65536;
-    for (Slot& s : slots) {
-      if (s.busy || s.bytes < bytes) continue;
-      const cudaError_t q = cudaEventQuery(s.done);
-      if (q == cudaSuccess) {
-        s.busy = true;
-        return &s;
-      }
-      if (q != cudaErrorNotReady) COCCL_CUDA_CHECK(q);
-    }
-    Slot s;
-    s.bytes = bytes;
-    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
-    if (cudaMalloc(&s.ptr, bytes) != cudaSuccess) {
+  // `bytes` of staging, ordered on `s`.
+  void* alloc(size_t bytes, cudaStream_t s) {
+    void* ptr = nullptr;
+    const cudaError_t e = cudaMallocFromPoolAsync(&ptr, bytes, pool, s);
+    if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      (void)cudaEventDestroy(s.done);
       COCCL_THROW(cocclSystemError,
-                  "compressed Send/Recv: cannot allocate %zu bytes of device staging", bytes);
+                  "compressed Send/Recv: cannot allocate %zu bytes of device staging: %s", bytes,
+                  cudaGetErrorString(e));
     }
-    s.busy = true;
-    slots.push_back(s);
-    return &slots.back();
+    return ptr;
   }
 
   // Reads the verdicts that arrived for this rank's earlier compressed Sends (no waiting);
@@ -101,69 +96,44 @@ struct DeviceP2P::Impl {
 DeviceP2P::DeviceP2P(int device, int rank, int nranks, Bootstrap& bootstrap)
     : impl_(std::make_unique<Impl>(device, rank, nranks, bootstrap)) {}
 DeviceP2P::~DeviceP2P() = default;
-bool DeviceP2P::built() { return true; }
+bool DeviceP2P::built() {
+  return true;
+}
 
 void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, CollStats& stats) {
   Impl& m = *impl_;
   DeviceGuard g(m.device);
+  COCCL_INFO(kLogColl, "device Send/Recv group of %zu operations (codec path)", group.size());
   const std::string earlier = m.pollVerdicts();
   struct Op {
     P2PHeader mine, theirs;
     std::string mismatch;
-    Slot* payload = nullptr;
-    Slot* ws = nullptr;
+    void* payload = nullptr;  // staging (payloadBytes of it), ordered on the op's stream
+    size_t payloadBytes = 0;
+    void* ws = nullptr;  // the codec's device workspace
   };
   std::vector<Op> ops(group.size());
   size_t control = 0;  // header and verdict bytes this rank sends
   for (size_t i = 0; i < group.size(); ++i) {
     const CollRequest& r = group[i];
     if (!r.codec) continue;
-    COCCL_CHECK_USAGE(!streamCapturing(static_cast<cudaStream_t>(r.stream)),
-                      "%s with codec %s on device buffers cannot be captured into a CUDA graph "
-                      "(its staging is handed out per call); capture it uncompressed",
-                      collName(r.coll), r.codec->name());
+    COCCL_CHECK_USAGE(
+        !streamCapturing(static_cast<cudaStream_t>(r.stream)),
+        "%s with codec %s on device buffers cannot be captured into a CUDA graph "
+        "(its sender and receiver agree on the host in each call); capture it uncompressed",
+        collName(r.coll), r.codec->name());
   }
-  // Headers of the sends first (they never wait), then each receive waits for its sender's.
-  for (size_t i = 0; i < group.size(); ++i) {
-    const CollRequest& r = group[i];
-    if (!r.codec || r.coll != Coll::Send) continue;
-    const size_t q = static_cast<size_t>(r.peer());
-    ops[i].mine = makeP2PHeader(P2PRole::Sender, m.sendSeq[q]++, r.count, r.dt, r.codec);
-    m.bs.send(r.peer(), kHeaderTag, &ops[i].mine, sizeof(P2PHeader));
-    m.awaiting[q].push_back(ops[i].mine);
-    control += sizeof(P2PHeader);
-  }
-  for (size_t i = 0; i < group.size(); ++i) {
-    const CollRequest& r = group[i];
-    if (!r.codec || r.coll != Coll::Recv) continue;
-    Op& o = ops[i];
-    o.mine = makeP2PHeader(P2PRole::Receiver, m.recvSeq[static_cast<size_t>(r.peer())]++,
-                           r.count, r.dt, r.codec);
-    try {
-      m.bs.recv(r.peer(), kHeaderTag, &o.theirs, sizeof(P2PHeader));
-    } catch (const Error& e) {
-      COCCL_THROW(e.code() == cocclInvalidUsage ? cocclInvalidUsage : cocclSystemError,
-                  "compressed Recv of %zu elements (%s) from rank %d: no header from the sender "
-                  "(it must send through a codec too, COCCL_TIMEOUT_MS bounds the wait): %s",
-                  r.count, r.codec->name(), r.peer(), e.what());
-    }
-    o.mismatch = p2pMismatch(o.theirs, o.mine, r.peer(), m.me);
-    m.bs.send(r.peer(), kVerdictTag, &o.mine, sizeof(P2PHeader));
-    control += sizeof(P2PHeader);
-  }
-  // Every slot handed out is free again once its stream has passed the call's last use of it
-  // (recorded after the decodes; on an error part-way, after what was enqueued).
+  // Every staging buffer is freed on its op's stream after the call's last use of it (after
+  // the decodes; on an error part-way, after what was enqueued).
   struct Release {
     const std::vector<CollRequest>& group;
     std::vector<Op>& ops;
     bool done = false;
     void operator()() {
       for (size_t i = 0; i < ops.size(); ++i)
-        for (Slot* sl : {ops[i].payload, ops[i].ws}) {
-          if (!sl) continue;
-          const cudaError_t e =
-              cudaEventRecord(sl->done, static_cast<cudaStream_t>(group[i].stream));
-          sl->busy = false;
+        for (void* ptr : {ops[i].payload, ops[i].ws}) {
+          if (!ptr) continue;
+          const cudaError_t e = cudaFreeAsync(ptr, static_cast<cudaStream_t>(group[i].stream));
           if (e != cudaSuccess) {
             (void)cudaGetLastError();
             if (done) COCCL_CUDA_CHECK(e);
@@ -175,6 +145,53 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
       if (!ops.empty()) (*this)();
     }
   } release{group, ops};
+  // Staging first, before any header leaves this rank: a failure here (out of device memory)
+  // then fails this rank alone, with no peer told to expect a payload.
+  for (size_t i = 0; i < group.size(); ++i) {
+    const CollRequest& r = group[i];
+    if (!r.codec) continue;
+    Op& o = ops[i];
+    const auto s = static_cast<cudaStream_t>(r.stream);
+    const size_t n = r.codec->encodedBytes(r.count, r.dt);
+    if (n == 0) continue;
+    o.payload = m.alloc(n, s);
+    o.payloadBytes = n;
+    if (const size_t ws = r.codec->deviceWorkspaceBytes(r.count, r.dt, 1)) o.ws = m.alloc(ws, s);
+  }
+  // Headers of the sends first (they never wait), then each receive waits for its sender's.
+  for (size_t i = 0; i < group.size(); ++i) {
+    const CollRequest& r = group[i];
+    if (!r.codec || r.coll != Coll::Send) continue;
+    const size_t q = static_cast<size_t>(r.peer());
+    ops[i].mine = makeP2PHeader(P2PRole::Sender, m.sendSeq[q]++, r.count, r.dt, r.codec);
+    m.bs.send(r.peer(), kHeaderTag, &ops[i].mine, sizeof(P2PHeader));
+    COCCL_INFO(kLogColl, "compressed Send #%llu of %zu elements (%s) to rank %d: header sent",
+               static_cast<unsigned long long>(m.sendSeq[q] - 1), r.count, r.codec->name(),
+               r.peer());
+    m.awaiting[q].push_back(ops[i].mine);
+    control += sizeof(P2PHeader);
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    const CollRequest& r = group[i];
+    if (!r.codec || r.coll != Coll::Recv) continue;
+    Op& o = ops[i];
+    o.mine = makeP2PHeader(P2PRole::Receiver, m.recvSeq[static_cast<size_t>(r.peer())]++, r.count,
+                           r.dt, r.codec);
+    try {
+      m.bs.recv(r.peer(), kHeaderTag, &o.theirs, sizeof(P2PHeader));
+    } catch (const Error& e) {
+      COCCL_THROW(e.code() == cocclInvalidUsage ? cocclInvalidUsage : cocclSystemError,
+                  "compressed Recv of %zu elements (%s) from rank %d: no header from the sender "
+                  "(it must send through a codec too, COCCL_TIMEOUT_MS bounds the wait): %s",
+                  r.count, r.codec->name(), r.peer(), e.what());
+    }
+    COCCL_INFO(kLogColl, "compressed Recv #%llu of %zu elements (%s) from rank %d: header in",
+               static_cast<unsigned long long>(m.recvSeq[static_cast<size_t>(r.peer())] - 1),
+               r.count, r.codec->name(), r.peer());
+    o.mismatch = p2pMismatch(o.theirs, o.mine, r.peer(), m.me);
+    m.bs.send(r.peer(), kVerdictTag, &o.mine, sizeof(P2PHeader));
+    control += sizeof(P2PHeader);
+  }
   // The byte group: encoded payloads into staging, the exact operations as they are.
   std::vector<CollRequest> bytes;
   bytes.reserve(group.size());
@@ -191,22 +208,23 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
       if (!isP2PHeader(o.theirs, P2PRole::Sender) || o.theirs.payloadBytes > kMaxDrainBytes)
         continue;  // nothing a coccl sender would send: nothing to drain
       n = o.theirs.payloadBytes;
+      if (n > o.payloadBytes) {  // the sender's larger payload: drain it into a larger buffer
+        if (o.payload) COCCL_CUDA_CHECK(cudaFreeAsync(o.payload, s));
+        o.payload = nullptr;
+        o.payload = m.alloc(n, s);
+        o.payloadBytes = n;
+      }
     }
     if (n == 0) continue;
-    o.payload = m.get(n);
-    const size_t wsBytes =
-        o.mismatch.empty() ? r.codec->deviceWorkspaceBytes(r.count, r.dt, 1) : 0;
-    if (wsBytes) o.ws = m.get(wsBytes);
-    if (r.coll == Coll::Send)
-      r.codec->deviceEncode(r.in, r.dt, r.count, o.payload->ptr, o.ws ? o.ws->ptr : nullptr, s);
+    if (r.coll == Coll::Send) r.codec->deviceEncode(r.in, r.dt, r.count, o.payload, o.ws, s);
     CollRequest b = r;
     b.codec = nullptr;
     b.dt = cocclUint8;
     b.count = n;
     if (r.coll == Coll::Send)
-      b.in = o.payload->ptr;
+      b.in = o.payload;
     else
-      b.out = o.payload->ptr;
+      b.out = o.payload;
     bytes.push_back(b);
   }
   CollStats moved;
@@ -215,7 +233,7 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
     const CollRequest& r = group[i];
     Op& o = ops[i];
     if (o.payload && r.coll == Coll::Recv && o.mismatch.empty())
-      r.codec->deviceDecode(o.payload->ptr, r.count, r.dt, r.out, o.ws ? o.ws->ptr : nullptr,
+      r.codec->deviceDecode(o.payload, r.count, r.dt, r.out, o.ws,
                             static_cast<cudaStream_t>(r.stream));
   }
   std::string mismatch;  // the first disagreeing receive's message
@@ -228,8 +246,7 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
   stats.algorithm = m.algo.c_str();
   if (!mismatch.empty()) COCCL_THROW(cocclInvalidUsage, "%s", mismatch.c_str());
   if (!earlier.empty())
-    COCCL_THROW(cocclInvalidUsage, "an earlier compressed Send of this rank: %s",
-                earlier.c_str());
+    COCCL_THROW(cocclInvalidUsage, "an earlier compressed Send of this rank: %s", earlier.c_str());
 }
 
 }  // namespace coccl

@@ -20,10 +20,10 @@
 // post a Recv before their Send outside a group (which NCCL runs on separate streams) must
 // group them (ncclGroupStart/End, as PyTorch's batch_isend_irecv does).
 //
-// Staging: a pool of device buffers, each reused once the event recorded after its last use
-// has completed (no cross-stream waits: two ranks' sends and receives on separate streams never
-// wait for each other through coccl). Not CUDA-graph capturable (cocclInvalidUsage inside a
-// capture).
+// Staging: cudaMallocFromPoolAsync / cudaFreeAsync on the op's stream from a pool of the
+// communicator's own that keeps its memory (no cudaMalloc and no host wait on the call path, no
+// reuse before the stream has passed the last use). Not CUDA-graph capturable: the agreement
+// is host work of each call (cocclInvalidUsage inside a capture).
 #pragma once
 
 #include <functional>

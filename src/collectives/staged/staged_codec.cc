@@ -34,6 +34,7 @@
 #include "core/error.h"
 #include "kernels/device_codec.h"
 #include "mem/cuda_check.h"
+#include "mem/device_scratch.h"
 
 namespace coccl {
 namespace {
@@ -58,8 +59,7 @@ struct StagedCodec::Impl {
   bool tailSet = false;
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
-  void* ws = nullptr;  // the codec's device workspace (wsBytes)
-  size_t wsBytes = 0;
+  DeviceScratch ws;  // the codec's device workspace (grows without waiting for the device)
 
   Impl(int nranks, int rank, size_t slot, ByteMover& mv)
       : p(nranks), me(rank), slotBytes(slot), mover(mv), ins(static_cast<size_t>(nranks)) {}
@@ -73,7 +73,7 @@ struct StagedCodec::Impl {
     if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
-    if (ws) COCCL_CUDA_WARN(cudaFree(ws));
+    ws.release();
   }
 
   // Runs one compressed pipeline on s: ordered after the previous eager call, joined and the
@@ -131,17 +131,12 @@ struct StagedCodec::Impl {
   // built-ins need none). Grows, never during a stream capture.
   void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
     const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
-    if (need <= wsBytes) return need ? ws : nullptr;
-    COCCL_CHECK_USAGE(!streamCapturing(s),
-                      "codec %s needs %zu bytes of device workspace: run the collective once "
-                      "outside the CUDA graph capture first", c.name(), need);
-    COCCL_CUDA_CHECK(cudaDeviceSynchronize());
-    if (ws) COCCL_CUDA_CHECK(cudaFree(ws));
-    ws = nullptr;
-    wsBytes = 0;
-    COCCL_CUDA_CHECK(cudaMalloc(&ws, need));
-    wsBytes = need;
-    return ws;
+    if (need == 0) return nullptr;
+    if (!ws.fits(need))
+      COCCL_CHECK_USAGE(!streamCapturing(s),
+                        "codec %s needs %zu bytes of device workspace: run the collective once "
+                        "outside the CUDA graph capture first", c.name(), need);
+    return ws.grow(need);
   }
   // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
   // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
