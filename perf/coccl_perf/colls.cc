@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "dtype.h"
@@ -10,7 +11,9 @@
 namespace cocclperf {
 namespace {
 
-char* at(void* base, size_t elems, size_t elt) { return static_cast<char*>(base) + elems * elt; }
+char* at(void* base, size_t elems, size_t elt) {
+  return static_cast<char*>(base) + elems * elt;
+}
 
 }  // namespace
 
@@ -39,10 +42,13 @@ bool collShape(Coll coll, size_t sizeBytes, size_t elt, int nranks, Shape* s) {
 double busFactor(Coll coll, int nranks) {
   const double n = nranks;
   switch (coll) {
-    case Coll::AllReduce: return 2.0 * (n - 1) / n;
+    case Coll::AllReduce:
+      return 2.0 * (n - 1) / n;
     case Coll::ReduceScatter:
-    case Coll::AllGather: return (n - 1) / n;
-    default: return 1.0;
+    case Coll::AllGather:
+      return (n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -51,9 +57,12 @@ Placement placement(const Rank& rk, Coll coll, bool inPlace, const Buffers& b, s
   if (!inPlace) return {b.send, b.recv};
   const size_t r = static_cast<size_t>(rk.rank);
   switch (coll) {
-    case Coll::ReduceScatter: return {b.recv, at(b.recv, r * count, elt)};
-    case Coll::AllGather: return {at(b.recv, r * count, elt), b.recv};
-    default: return {b.recv, b.recv};
+    case Coll::ReduceScatter:
+      return {b.recv, at(b.recv, r * count, elt)};
+    case Coll::AllGather:
+      return {at(b.recv, r * count, elt), b.recv};
+    default:
+      return {b.recv, b.recv};
   }
 }
 
@@ -102,8 +111,8 @@ void runColl(const Rank& rk, const CallSpec& c, const void* s, void* r, size_t c
   }
 }
 
-void prepareCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
-                 const Buffers& b, size_t count, bool sentinels) {
+void prepareCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace, const Buffers& b,
+                 size_t count, bool sentinels) {
   const size_t elt = typeInfo(c.type).size;
   const size_t n = static_cast<size_t>(rk.nranks);
   const size_t r = static_cast<size_t>(rk.rank);
@@ -148,29 +157,34 @@ BoundFn codecBound(cocclCodec_t codec, const Gen& gen, std::vector<int> srcs, si
                    size_t count, int q, double div) {
   size_t g = 1;
   if (cocclCodecBlockElems(codec, &g) != cocclSuccess || g == 0) g = 1;
+  // The checker asks in slices of kBoundBlock elements, ascending: the statistics of the codec
+  // block that the last slice ended in are kept, so each block is summed once (a tah row of
+  // 4096 elements was summed 32 times before: minutes for the check of 64 MiB).
+  struct Window {
+    size_t begin = 0, end = 0;
+    double bound = 0;
+  };
+  auto win = std::make_shared<Window>();
   return [=](size_t start, size_t len, double* out) {
-    size_t w = start / g * g;
-    std::vector<double> s;
-    double winBound = 0;
-    size_t winEnd = 0;
+    Window& wv = *win;
     for (size_t k = 0; k < len; ++k) {
       const size_t j = start + k;
-      if (j >= winEnd) {  // the block of j: its statistics and bound
-        w = j / g * g;
-        winEnd = std::min(count, w + g);
+      if (j < wv.begin || j >= wv.end) {  // the block of j: its statistics and bound
+        wv.begin = j / g * g;
+        wv.end = std::min(count, wv.begin + g);
         double sq = 0, mx = 0;
-        for (size_t i = w; i < winEnd; ++i) {
+        for (size_t i = wv.begin; i < wv.end; ++i) {
           double a = 0;
           for (int r : srcs) a += std::fabs(gen.value(r, base + i));
           sq += a * a;
           mx = std::max(mx, a);
         }
-        const double rms = std::sqrt(sq / static_cast<double>(winEnd - w));
+        const double rms = std::sqrt(sq / static_cast<double>(wv.end - wv.begin));
         double e = 0;
         if (cocclCodecErrorBound(codec, rms, mx, &e) != cocclSuccess) e = mx;
-        winBound = (q * e * (1 + 1e-3) + 1e-6 * mx) / div + 1e-30;
+        wv.bound = (q * e * (1 + 1e-3) + 1e-6 * mx) / div + 1e-30;
       }
-      out[k] = winBound;
+      out[k] = wv.bound;
     }
   };
 }
@@ -200,9 +214,12 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       const bool own = rule == Rule::Bound && lossyWithBound(c.codec) && c.coll != Coll::Reduce;
       const BoundFn bound =
           own ? codecBound(c.codec, gen, all, base, count, n, c.op == cocclAvg ? n : 1) : BoundFn();
-      out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
-        for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
-      }, rule, own ? &bound : nullptr);
+      out.res = checkOutput(
+          c.type, o, count,
+          [&](size_t s, size_t len, double* ref) {
+            for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
+          },
+          rule, own ? &bound : nullptr);
       out.identApplies = c.coll == Coll::AllReduce;
       if (out.identApplies) out.hash = hashBytes(o, count * elt);
       break;
@@ -212,9 +229,12 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
         const void* shard = static_cast<const char*>(o) + static_cast<size_t>(src) * count * elt;
         const bool own = rule == Rule::Bound && lossyWithBound(c.codec);
         const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
-        out.res.merge(checkOutput(c.type, shard, count, [&](size_t s, size_t len, double* ref) {
-          for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
-        }, rule, own ? &bound : nullptr));
+        out.res.merge(checkOutput(
+            c.type, shard, count,
+            [&](size_t s, size_t len, double* ref) {
+              for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
+            },
+            rule, own ? &bound : nullptr));
       }
       out.identApplies = true;
       out.hash = hashBytes(o, static_cast<size_t>(n) * count * elt);
@@ -224,12 +244,14 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       const int src = c.coll == Coll::Broadcast ? c.root : (rk.rank - 1 + n) % n;
       // sendrecv: one encode and decode of the source rank's input (the codec's blocks start
       // at the message's first element).
-      const bool own =
-          c.coll == Coll::SendRecv && rule == Rule::Bound && lossyWithBound(c.codec);
+      const bool own = c.coll == Coll::SendRecv && rule == Rule::Bound && lossyWithBound(c.codec);
       const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
-      out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
-        for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
-      }, rule, own ? &bound : nullptr);
+      out.res = checkOutput(
+          c.type, o, count,
+          [&](size_t s, size_t len, double* ref) {
+            for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
+          },
+          rule, own ? &bound : nullptr);
       out.identApplies = c.coll == Coll::Broadcast;
       if (out.identApplies) out.hash = hashBytes(o, count * elt);
       break;
