@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -39,6 +40,27 @@ double relL2(const std::vector<double>& got, const std::vector<double>& want) {
     den += want[i] * want[i];
   }
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+size_t outsideBound(cocclCodec_t codec, const std::vector<double>& want,
+                    const std::vector<double>& got) {
+  size_t g = 1;
+  EXPECT_EQ(cocclCodecBlockElems(codec, &g), cocclSuccess);
+  size_t bad = 0;
+  for (size_t b = 0; b < want.size(); b += g) {
+    const size_t e = std::min(want.size(), b + g);
+    double sq = 0, mx = 0;
+    for (size_t i = b; i < e; ++i) {
+      sq += want[i] * want[i];
+      mx = std::max(mx, std::fabs(want[i]));
+    }
+    double bound = 0;
+    EXPECT_EQ(cocclCodecErrorBound(codec, std::sqrt(sq / static_cast<double>(g)), mx, &bound),
+              cocclSuccess);
+    for (size_t i = b; i < e; ++i)
+      if (!(std::fabs(got[i] - want[i]) <= bound * (1 + 1e-6) + 1e-30)) ++bad;
+  }
+  return bad;
 }
 
 uint64_t hashBytes(const void* p, size_t n) {

@@ -24,6 +24,11 @@ std::vector<double> toDoubles(cocclDataType_t dt, const void* buf, size_t count)
 
 double relL2(const std::vector<double>& got, const std::vector<double>& want);
 
+// Elements of `got` (decoded) outside the codec's bound for `want` (block statistics over the
+// codec's block, zero padding included, as cocclCodecErrorBound defines them).
+size_t outsideBound(cocclCodec_t codec, const std::vector<double>& want,
+                    const std::vector<double>& got);
+
 // FNV-1a hash of bytes.
 uint64_t hashBytes(const void* p, size_t n);
 
@@ -38,9 +43,9 @@ struct CodecHandle {
   ~CodecHandle();
   CodecHandle(const CodecHandle&) = delete;
   CodecHandle& operator=(const CodecHandle&) = delete;
-  size_t block() const;                                           // cocclCodecBlockElems
+  size_t block() const;                                               // cocclCodecBlockElems
   size_t encoded(size_t n, cocclDataType_t dt = cocclFloat32) const;  // cocclCodecEncodedBytes
-  double bound(double rms, double absmax) const;                  // cocclCodecErrorBound
+  double bound(double rms, double absmax) const;                      // cocclCodecErrorBound
 };
 
 }  // namespace coccl::test

@@ -35,29 +35,6 @@ struct Codec {
   }
 };
 
-// Elements of out (decoded) outside the codec's bound for in (block statistics over the
-// codec's block, zero padding included, as cocclCodecErrorBound defines them).
-size_t outsideBound(cocclCodec_t codec, const std::vector<double>& in,
-                    const std::vector<double>& out) {
-  size_t g = 1;
-  EXPECT_EQ(cocclCodecBlockElems(codec, &g), cocclSuccess);
-  size_t bad = 0;
-  for (size_t b = 0; b < in.size(); b += g) {
-    const size_t e = std::min(in.size(), b + g);
-    double sq = 0, mx = 0;
-    for (size_t i = b; i < e; ++i) {
-      sq += in[i] * in[i];
-      mx = std::max(mx, std::fabs(in[i]));
-    }
-    double bound = 0;
-    EXPECT_EQ(cocclCodecErrorBound(codec, std::sqrt(sq / static_cast<double>(g)), mx, &bound),
-              cocclSuccess);
-    for (size_t i = b; i < e; ++i)
-      if (!(std::fabs(out[i] - in[i]) <= bound * (1 + 1e-6) + 1e-30)) ++bad;
-  }
-  return bad;
-}
-
 cocclCollStats_t stats(const Rank& r) {
   cocclCollStats_t s{};
   EXPECT_EQ(cocclCommGetLastCollStats(r.comm, &s), cocclSuccess);
