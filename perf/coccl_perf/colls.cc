@@ -11,9 +11,7 @@
 namespace cocclperf {
 namespace {
 
-char* at(void* base, size_t elems, size_t elt) {
-  return static_cast<char*>(base) + elems * elt;
-}
+char* at(void* base, size_t elems, size_t elt) { return static_cast<char*>(base) + elems * elt; }
 
 }  // namespace
 
@@ -42,13 +40,10 @@ bool collShape(Coll coll, size_t sizeBytes, size_t elt, int nranks, Shape* s) {
 double busFactor(Coll coll, int nranks) {
   const double n = nranks;
   switch (coll) {
-    case Coll::AllReduce:
-      return 2.0 * (n - 1) / n;
+    case Coll::AllReduce: return 2.0 * (n - 1) / n;
     case Coll::ReduceScatter:
-    case Coll::AllGather:
-      return (n - 1) / n;
-    default:
-      return 1.0;
+    case Coll::AllGather: return (n - 1) / n;
+    default: return 1.0;
   }
 }
 
@@ -57,12 +52,9 @@ Placement placement(const Rank& rk, Coll coll, bool inPlace, const Buffers& b, s
   if (!inPlace) return {b.send, b.recv};
   const size_t r = static_cast<size_t>(rk.rank);
   switch (coll) {
-    case Coll::ReduceScatter:
-      return {b.recv, at(b.recv, r * count, elt)};
-    case Coll::AllGather:
-      return {at(b.recv, r * count, elt), b.recv};
-    default:
-      return {b.recv, b.recv};
+    case Coll::ReduceScatter: return {b.recv, at(b.recv, r * count, elt)};
+    case Coll::AllGather: return {at(b.recv, r * count, elt), b.recv};
+    default: return {b.recv, b.recv};
   }
 }
 
@@ -111,8 +103,8 @@ void runColl(const Rank& rk, const CallSpec& c, const void* s, void* r, size_t c
   }
 }
 
-void prepareCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace, const Buffers& b,
-                 size_t count, bool sentinels) {
+void prepareCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
+                 const Buffers& b, size_t count, bool sentinels) {
   const size_t elt = typeInfo(c.type).size;
   const size_t n = static_cast<size_t>(rk.nranks);
   const size_t r = static_cast<size_t>(rk.rank);
@@ -214,12 +206,9 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       const bool own = rule == Rule::Bound && lossyWithBound(c.codec) && c.coll != Coll::Reduce;
       const BoundFn bound =
           own ? codecBound(c.codec, gen, all, base, count, n, c.op == cocclAvg ? n : 1) : BoundFn();
-      out.res = checkOutput(
-          c.type, o, count,
-          [&](size_t s, size_t len, double* ref) {
-            for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
-          },
-          rule, own ? &bound : nullptr);
+      out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
+        for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
+      }, rule, own ? &bound : nullptr);
       out.identApplies = c.coll == Coll::AllReduce;
       if (out.identApplies) out.hash = hashBytes(o, count * elt);
       break;
@@ -229,12 +218,9 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
         const void* shard = static_cast<const char*>(o) + static_cast<size_t>(src) * count * elt;
         const bool own = rule == Rule::Bound && lossyWithBound(c.codec);
         const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
-        out.res.merge(checkOutput(
-            c.type, shard, count,
-            [&](size_t s, size_t len, double* ref) {
-              for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
-            },
-            rule, own ? &bound : nullptr));
+        out.res.merge(checkOutput(c.type, shard, count, [&](size_t s, size_t len, double* ref) {
+          for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
+        }, rule, own ? &bound : nullptr));
       }
       out.identApplies = true;
       out.hash = hashBytes(o, static_cast<size_t>(n) * count * elt);
@@ -244,14 +230,12 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       const int src = c.coll == Coll::Broadcast ? c.root : (rk.rank - 1 + n) % n;
       // sendrecv: one encode and decode of the source rank's input (the codec's blocks start
       // at the message's first element).
-      const bool own = c.coll == Coll::SendRecv && rule == Rule::Bound && lossyWithBound(c.codec);
+      const bool own =
+          c.coll == Coll::SendRecv && rule == Rule::Bound && lossyWithBound(c.codec);
       const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
-      out.res = checkOutput(
-          c.type, o, count,
-          [&](size_t s, size_t len, double* ref) {
-            for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
-          },
-          rule, own ? &bound : nullptr);
+      out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
+        for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
+      }, rule, own ? &bound : nullptr);
       out.identApplies = c.coll == Coll::Broadcast;
       if (out.identApplies) out.hash = hashBytes(o, count * elt);
       break;

@@ -41,13 +41,8 @@ struct DeviceP2P::Impl {
   std::string algo;
 
   Impl(int dev, int rank, int nranks, Bootstrap& b)
-      : device(dev),
-        me(rank),
-        p(nranks),
-        bs(b),
-        sendSeq(static_cast<size_t>(nranks), 0),
-        recvSeq(static_cast<size_t>(nranks), 0),
-        awaiting(static_cast<size_t>(nranks)) {
+      : device(dev), me(rank), p(nranks), bs(b), sendSeq(static_cast<size_t>(nranks), 0),
+        recvSeq(static_cast<size_t>(nranks), 0), awaiting(static_cast<size_t>(nranks)) {
     DeviceGuard g(device);
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
@@ -96,9 +91,7 @@ struct DeviceP2P::Impl {
 DeviceP2P::DeviceP2P(int device, int rank, int nranks, Bootstrap& bootstrap)
     : impl_(std::make_unique<Impl>(device, rank, nranks, bootstrap)) {}
 DeviceP2P::~DeviceP2P() = default;
-bool DeviceP2P::built() {
-  return true;
-}
+bool DeviceP2P::built() { return true; }
 
 void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, CollStats& stats) {
   Impl& m = *impl_;
@@ -117,11 +110,11 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
   for (size_t i = 0; i < group.size(); ++i) {
     const CollRequest& r = group[i];
     if (!r.codec) continue;
-    COCCL_CHECK_USAGE(
-        !streamCapturing(static_cast<cudaStream_t>(r.stream)),
-        "%s with codec %s on device buffers cannot be captured into a CUDA graph "
-        "(its sender and receiver agree on the host in each call); capture it uncompressed",
-        collName(r.coll), r.codec->name());
+    COCCL_CHECK_USAGE(!streamCapturing(static_cast<cudaStream_t>(r.stream)),
+                      "%s with codec %s on device buffers cannot be captured into a CUDA graph "
+                      "(its sender and receiver agree on the host in each call); capture it "
+                      "uncompressed",
+                      collName(r.coll), r.codec->name());
   }
   // Every staging buffer is freed on its op's stream after the call's last use of it (after
   // the decodes; on an error part-way, after what was enqueued).
@@ -175,8 +168,8 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
     const CollRequest& r = group[i];
     if (!r.codec || r.coll != Coll::Recv) continue;
     Op& o = ops[i];
-    o.mine = makeP2PHeader(P2PRole::Receiver, m.recvSeq[static_cast<size_t>(r.peer())]++, r.count,
-                           r.dt, r.codec);
+    o.mine = makeP2PHeader(P2PRole::Receiver, m.recvSeq[static_cast<size_t>(r.peer())]++,
+                           r.count, r.dt, r.codec);
     try {
       m.bs.recv(r.peer(), kHeaderTag, &o.theirs, sizeof(P2PHeader));
     } catch (const Error& e) {
@@ -210,7 +203,7 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
       n = o.theirs.payloadBytes;
       if (n > o.payloadBytes) {  // the sender's larger payload: drain it into a larger buffer
         if (o.payload) COCCL_CUDA_CHECK(cudaFreeAsync(o.payload, s));
-        o.payload = nullptr;
+        o.payload = nullptr;  // freed: Release must not free it again if alloc throws
         o.payload = m.alloc(n, s);
         o.payloadBytes = n;
       }
@@ -246,7 +239,8 @@ void DeviceP2P::run(const std::vector<CollRequest>& group, const Move& move, Col
   stats.algorithm = m.algo.c_str();
   if (!mismatch.empty()) COCCL_THROW(cocclInvalidUsage, "%s", mismatch.c_str());
   if (!earlier.empty())
-    COCCL_THROW(cocclInvalidUsage, "an earlier compressed Send of this rank: %s", earlier.c_str());
+    COCCL_THROW(cocclInvalidUsage, "an earlier compressed Send of this rank: %s",
+                earlier.c_str());
 }
 
 }  // namespace coccl
