@@ -169,8 +169,9 @@ typedef struct cocclConfig_v1 {
                                  (COCCL_COMPRESS_MIN_BYTES) */
   long long chunkBytes;       /* pipeline chunk size in bytes of input (COCCL_CHUNK_BYTES) */
   int timeoutMs;              /* every wait's timeout in ms (COCCL_TIMEOUT_MS) */
-  const char* algorithm;      /* "auto", "two-shot" (also "direct") or "ring" (COCCL_ALGO) for
-                                 AllReduce, ReduceScatter and AllGather */
+  const char* algorithm;      /* "auto", "two-shot" (also "direct"), "ring" or "one-shot"
+                                 (COCCL_ALGO) for AllReduce, ReduceScatter and AllGather;
+                                 equal on all ranks */
   const char* deviceExact;    /* "auto", "coccl" or "nccl" (COCCL_DEVICE_EXACT): who runs the
                                  uncompressed device operations beside CUDA IPC; equal on all
                                  ranks */
@@ -230,9 +231,10 @@ COCCL_API cocclResult_t cocclCommInitRank(cocclComm_t* comm, int nranks, cocclUn
  * COCCL_CONFIG_MAGIC (config not initialised with COCCL_CONFIG_INITIALIZER), its size is
  * smaller than NCCL's fields, a codec spec in it does not parse, or a set field is out of its
  * range, which is the range of its COCCL_* variable (README "Environment": timeoutMs <= 0,
- * chunkBytes < 4096, compressMinBytes < -1, algorithm other than auto / two-shot / direct / ring,
- * deviceExact other than auto / coccl / nccl); the message names the field and the range. (A
- * COCCL_* variable out of its range warns instead; README "Environment" says what it means.) */
+ * chunkBytes < 4096, compressMinBytes < -1, algorithm other than auto / two-shot / direct /
+ * ring / one-shot, deviceExact other than auto / coccl / nccl); the message names the field and
+ * the range; cocclInvalidUsage on every rank when the ranks' algorithm differs. (A COCCL_*
+ * variable out of its range warns instead; README "Environment" says what it means.) */
 COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
                                                 cocclUniqueId commId, int rank,
                                                 cocclConfig_t* config);
@@ -557,7 +559,8 @@ typedef struct {
   size_t logicalBytes;
   size_t wireBytesSent;
   const char* codec;
-  const char* algorithm; /* "two-shot", "ring", "direct", ... */
+  const char* algorithm; /* "two-shot", "one-shot", "ring", "direct", ... ("/nccl" etc.: the
+                            device transport) */
 } cocclCollStats_t;
 COCCL_API cocclResult_t cocclCommGetLastCollStats(cocclComm_t comm, cocclCollStats_t* stats);
 

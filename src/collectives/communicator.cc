@@ -73,9 +73,22 @@ void agreeOnCodecs(CommContext& ctx) {
                   at(0).c_str(), r, at(r).c_str());
 }
 
+// The algorithm choice (COCCL_ALGO, COCCL_RING_MIN_RANKS) decides which messages every rank
+// expects: ranks that differ would wait for each other until the timeout.
+void agreeOnAlgorithm(CommContext& ctx) {
+  const std::string& a = ctx.config().algo;
+  const uint64_t code = a == "ring" ? 2 : a == "one-shot" ? 3 : a == "auto" ? 0 : 1;  // 1: two-shot, direct
+  const std::string why =
+      agreeValues(ctx.bootstrap(), {{"COCCL_ALGO (0 auto, 1 two-shot, 2 ring, 3 one-shot)", code},
+                                    {"COCCL_RING_MIN_RANKS",
+                                     static_cast<uint64_t>(ctx.config().ringMinRanks)}});
+  if (!why.empty()) COCCL_THROW(cocclInvalidUsage, "algorithm: %s", why.c_str());
+}
+
 // The plug-ins first (the policy's specs may name theirs), then the policy.
 CodecPolicy initPolicy(CommContext& ctx) {
   agreeOnCodecs(ctx);
+  agreeOnAlgorithm(ctx);
   return resolvePolicy(ctx);
 }
 

@@ -25,7 +25,7 @@ struct PolicyConfig {
 struct CommConfig {
   int64_t timeoutMs = env_default::timeoutMs;  // every wait (bootstrap, transfers, peers, device flags)
   int64_t chunkBytes = env_default::chunkBytes;  // host pipeline chunk; NCCL executor slot size
-  std::string algo = env_default::algo;  // host reduce algorithm: auto | two-shot (= direct) | ring
+  std::string algo = env_default::algo;  // auto | two-shot (= direct) | ring | one-shot
   int ringMinRanks = static_cast<int>(env_default::ringMinRanks);
   // Ranks per node of the two-level codecs (COCCL_RANKS_PER_NODE; 0: from the hosts). Resolved
   // by CommContext::ranksPerNode().

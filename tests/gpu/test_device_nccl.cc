@@ -1,13 +1,15 @@
 // The device path over the NCCL transport (COCCL_DEVICE_TRANSPORT=nccl; src/collectives/nccl/
 // nccl_executor.cc), 2 and 3 processes on one GPU, each with its own NCCL_HOSTID (the real NCCL then
-// talks over sockets on loopback): compressed AllReduce / ReduceScatter / AllGather bit for bit
-// the host path's result (same shards, codec bytes and reduction order), with small pieces so
+// talks over sockets on loopback): compressed AllReduce (two-shot and one-shot) / ReduceScatter /
+// AllGather bit for bit the host path's result (same shards, codec bytes and reduction order), with small pieces so
 // that the two-stream pipeline runs many rounds; NCCL's own exact collectives and Send/Recv;
 // a captured graph replayed; back-to-back calls without synchronisation.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "coll_util.h"
 #include "compressed_util.h"
@@ -18,13 +20,16 @@ using namespace coccl::test;
 
 namespace {
 
-GpuRunOptions overNccl() {
+GpuRunOptions overNccl(const char* algo = nullptr) {
   GpuRunOptions o;
   o.config.timeoutMs = 60000;
   o.harnessTimeoutS = 400;
-  o.env = {{"COCCL_DEVICE_TRANSPORT", "nccl"}, {"COCCL_CHUNK_BYTES", "65536"},
+  o.env = {{"COCCL_DEVICE_TRANSPORT", "nccl"}, {"COCCL_CHUNK_BYTES", "16384"},  // 64 KiB slots
            {"NCCL_SOCKET_IFNAME", "lo"}, {"NCCL_NVLS_ENABLE", "0"}, {"NCCL_DEBUG", "WARN"}};
   o.ncclHostIdPerRank = true;
+  // The host path is the reference: both take the same AllReduce algorithm (`auto` differs:
+  // one-shot over NCCL at 2 ranks, two-shot on host buffers).
+  if (algo) o.env.push_back({"COCCL_ALGO", algo});
   return o;
 }
 
@@ -46,14 +51,18 @@ void expectDeviceAlgorithm(const Rank& r, cocclCodec_t codec, const char* want) 
 
 class DeviceNccl : public ::testing::TestWithParam<int> {};
 
-TEST_P(DeviceNccl, CompressedMatchesHostBitwise) {
+// (ranks, COCCL_ALGO): two-shot and one-shot AllReduce over NCCL.
+class DeviceNcclCompressed : public ::testing::TestWithParam<std::tuple<int, const char*>> {};
+
+TEST_P(DeviceNcclCompressed, CompressedMatchesHostBitwise) {
   COCCL_REQUIRE_GPU();
-  runGpuRanks(GetParam(), [](Rank& r) {
+  const std::string algo = std::get<1>(GetParam());
+  runGpuRanks(std::get<0>(GetParam()), [algo](Rank& r) {
     cudaStream_t s;
     CUDA_OK(cudaStreamCreate(&s));
     {
       CodecHandle fp8("fp8_ash_ds");
-      expectDeviceAlgorithm(r, fp8.c, "two-shot/nccl");
+      expectDeviceAlgorithm(r, fp8.c, (algo + "/nccl").c_str());
     }
     uint64_t seed = 7000;
     int k = 0;
@@ -84,8 +93,19 @@ TEST_P(DeviceNccl, CompressedMatchesHostBitwise) {
         }
     }
     cudaStreamDestroy(s);
-  }, overNccl());
+  }, overNccl(algo.c_str()));
 }
+
+INSTANTIATE_TEST_SUITE_P(RanksAlgo, DeviceNcclCompressed,
+                         ::testing::Values(std::make_tuple(2, "one-shot"),
+                                           std::make_tuple(2, "two-shot"),
+                                           std::make_tuple(3, "two-shot"),
+                                           std::make_tuple(3, "one-shot")),
+                         [](const ::testing::TestParamInfo<std::tuple<int, const char*>>& i) {
+                           std::string a = std::get<1>(i.param);
+                           a.erase(a.find('-'), 1);
+                           return std::to_string(std::get<0>(i.param)) + "procs_" + a;
+                         });
 
 // Uncompressed calls are NCCL's own: integer sums and maxima (and fp32 sums of two ranks) give
 // the host's bits in any order. (Not fp32 max/min: NCCL's ignore NaN where the host's propagate
@@ -98,6 +118,10 @@ TEST_P(DeviceNccl, ExactCollectivesAndSendRecv) {
     const DColl colls[] = {DColl::AllReduce, DColl::ReduceScatter, DColl::AllGather,
                            DColl::Broadcast, DColl::Reduce};
     expectDeviceAlgorithm(r, nullptr, "nccl");
+    {  // COCCL_ALGO=auto: one-shot at 2 ranks (the same bytes, NCCL's all-gather only)
+      CodecHandle fp8("fp8_ash_ds");
+      expectDeviceAlgorithm(r, fp8.c, r.nranks == 2 ? "one-shot/nccl" : "two-shot/nccl");
+    }
     uint64_t seed = 8000;
     for (DColl coll : colls)
       for (size_t count : {size_t{1}, size_t{33}, size_t{300007}}) {
@@ -170,8 +194,11 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DeviceNccl, ::testing::Values(2, 3),
 
 // A compressed AllReduce (several pieces, so both streams and all event hand-offs are in the
 // graph) captured once and replayed with new inputs; then 300 calls of varying size, codec and
-// placement enqueued back to back, sampled against the host path.
-TEST(DeviceNcclRuntime, GraphReplayAndBackToBack) {
+// placement enqueued back to back, sampled against the host path. One-shot (auto's choice at 2
+// ranks) and two-shot.
+class DeviceNcclRuntime : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DeviceNcclRuntime, GraphReplayAndBackToBack) {
   COCCL_REQUIRE_GPU();
   runGpuRanks(2, [](Rank& r) {
     CodecHandle fp8("fp8_ash_ds"), int8("int8:block=64");
@@ -220,7 +247,14 @@ TEST(DeviceNcclRuntime, GraphReplayAndBackToBack) {
                             sm.t == cocclFloat32 ? 4 : 2))
           << "iteration " << sm.it << " count " << sm.count << " codec " << sm.codec;
     cudaStreamDestroy(s);
-  }, overNccl());
+  }, overNccl(GetParam()));
 }
+
+INSTANTIATE_TEST_SUITE_P(Algo, DeviceNcclRuntime, ::testing::Values("one-shot", "two-shot"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string a = i.param;
+                           a.erase(a.find('-'), 1);
+                           return a;
+                         });
 
 }  // namespace

@@ -246,7 +246,8 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     if (pluginDeviceCodecs()) {
       m.mover = std::make_unique<IpcMover>(m);
       const size_t slot = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
-      m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc");
+      m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc",
+                                               stagedAllReduceAlgo(c.config().algo));
     }
   } catch (const Error& e) {
     failure = e.what();

@@ -40,6 +40,13 @@ void hierReduce(HostExecutor& c, const Codec& intra, const Codec& inter, cocclDa
                 cocclRedOp_t op, const char* in, char* out, const std::vector<Range>& shards,
                 bool allReduce, int L);
 
+// One-shot AllReduce through a codec (compressed wires only, one_shot.cc): every rank encodes
+// its input once and sends it to every peer; every rank sums the p payloads (its own encoded
+// bytes too) in rank order in fp32, so each input is quantised once and the outputs are bitwise
+// identical. Sends (p - 1) x encodedBytes(count) a rank: the same as two-shot at 2 ranks, more
+// beyond; in one exchange instead of two.
+void oneShotAllReduce(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);
+
 // AllGather: rank r's `count` elements land at out + r*count on every rank. Compressed wires
 // encode the own shard once and every rank decodes every shard (its own too).
 void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count);

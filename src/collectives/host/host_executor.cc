@@ -59,7 +59,7 @@ bool HostExecutor::useRing() const {
   if (nranks() <= 2) return false;
   const std::string& a = config().algo;
   if (a == "ring") return true;
-  if (a == "two-shot" || a == "direct") return false;
+  if (a == "two-shot" || a == "direct" || a == "one-shot") return false;
   return nranks() >= config().ringMinRanks;
 }
 
@@ -71,8 +71,11 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
   CallAgreement agree(*this, r);
   const int L = ctx_.ranksPerNode();
   const bool hier = r.codec && r.interCodec && L > 1 && L < nranks();
+  // COCCL_ALGO=one-shot: compressed AllReduce only (exact wires and the other collectives keep
+  // two-shot / direct; `auto` never picks it on host buffers).
+  const bool oneShot = r.coll == Coll::AllReduce && r.codec && !hier && config().algo == "one-shot";
   const bool twoShot =
-      (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter) && !hier && !useRing();
+      (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter) && !hier && !oneShot && !useRing();
   if (!twoShot) {
     agree.start();
     agree.finish();
@@ -102,12 +105,14 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
       // One level only (one node, or one rank per node): its codec, flat.
       const Wire flat(r.codec && r.interCodec && L == 1 ? r.interCodec : r.codec, r.dt, r.op,
                       nranks());
-      stats.algorithm = ring ? "ring" : "two-shot";
+      stats.algorithm = oneShot ? "one-shot" : ring ? "ring" : "two-shot";
       COCCL_TRACE(kLogColl, "%s count %zu %s op %d codec %s algo %s", collName(r.coll), r.count,
                   dtypeName(r.dt), static_cast<int>(r.op), stats.codec, stats.algorithm);
       const auto shards =
           all ? balancedShards(r.count, nranks(), flat.align()) : equalShards(r.count, nranks());
-      if (ring)
+      if (oneShot)
+        oneShotAllReduce(*this, flat, in, out, r.count);
+      else if (ring)
         ringReduce(*this, flat, in, out, shards, all);
       else
         twoShotReduce(*this, flat, in, out, shards, all, agree);

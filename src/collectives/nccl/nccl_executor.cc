@@ -22,6 +22,9 @@
 namespace coccl {
 namespace {
 
+constexpr size_t kNcclSlotChunks = 4;  // staging slot = this many COCCL_CHUNK_BYTES ...
+constexpr int kNcclSlotChunksMaxRanks = 8;  // ... up to this many ranks, else one
+
 class NcclMover final : public ByteMover {
  public:
   explicit NcclMover(NcclComm& c) : c_(c) {}
@@ -80,12 +83,19 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     m.tr.reset();  // nothing to quiesce in ~NcclExecutor
     return nullptr;
   }
-  m.slotBytes = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
+  // Pieces of 4 x COCCL_CHUNK_BYTES of payload: every NCCL call over a link-bound path has a
+  // fixed cost that 1 MiB pieces do not hide (one-shot bf16 at 2 ranks, one H200 over sockets:
+  // 1.45-1.71x NCCL's AllReduce with 1 MiB pieces, 1.57-1.70x with 4 MiB; fp32 2.25-3.02x vs
+  // 2.40-3.76x; perf/RESULTS.md 2026-12-02).
+  // Up to 8 ranks (the staging grows with the ranks: 2 (3p + 1) + 4 slots).
+  const size_t mult = m.p <= kNcclSlotChunksMaxRanks ? kNcclSlotChunks : 1;
+  m.slotBytes = mult * static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
   m.mover = std::make_unique<NcclMover>(*m.tr);
   std::string failure;
   try {
     if (!exactOnly)
-      m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl");
+      m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl",
+                                               stagedAllReduceAlgo(c.config().algo));
   } catch (const Error& e) {
     failure = e.what();
   }

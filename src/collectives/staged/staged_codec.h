@@ -1,4 +1,4 @@
-// The staged codec pipeline: compressed AllReduce (two-shot), ReduceScatter and AllGather on
+// The staged codec pipeline: compressed AllReduce (two-shot or one-shot), ReduceScatter and AllGather on
 // device buffers for any codec with device operations (Codec::device*: the built-ins' fused
 // kernels, or a plug-in's launchers, include/coccl_codec.h), moving the encoded pieces with a
 // transport's grouped point-to-point bytes (ByteMover). The NCCL executor runs its compressed
@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "coccl.h"
@@ -47,12 +48,27 @@ class ByteMover {
   virtual void abort() = 0;
 };
 
+// How the staged pipeline runs a compressed AllReduce (COCCL_ALGO; stagedAllReduceAlgo).
+//   TwoShot: reduce-scatter of encoded shards, the owner decodes, sums and encodes once, an
+//     all-gather of the owners' payloads; every input and the sum are quantised once; each rank
+//     sends 2 (p-1)/p of the payload.
+//   OneShot: every rank's encoded input to every rank (the mover's allGather where it has one),
+//     every rank sums all p payloads (its own encoded bytes too) in rank order in fp32; only the
+//     inputs are quantised; each rank sends (p-1) x the payload: the same bytes as two-shot at
+//     p = 2, in one stage at the speed of the mover's all-gather (NCCL's ring on a link-bound
+//     path is ~1.6x its send/recv: device-performance notes).
+//   Auto: OneShot at p = 2 over a mover with an allGather, else TwoShot.
+enum class StagedAllReduce { Auto, TwoShot, OneShot };
+// "one-shot" -> OneShot; "two-shot", "direct", "ring" (two-shot at p = 2) -> TwoShot; "auto" -> Auto.
+StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
+
 class StagedCodec {
  public:
   // Allocates the staging (2 sets of 3p+1 slots of slotBytes, an fp32 accumulator of
   // slotBytes elements), the internal stream and events on the current device. Throws Error.
   // `algoSuffix` names the transport in CollStats::algorithm ("nccl": "two-shot/nccl").
-  StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& mover, const char* algoSuffix);
+  StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& mover, const char* algoSuffix,
+              StagedAllReduce allReduce = StagedAllReduce::Auto);
   ~StagedCodec();
   StagedCodec(const StagedCodec&) = delete;
   StagedCodec& operator=(const StagedCodec&) = delete;

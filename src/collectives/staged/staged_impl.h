@@ -1,0 +1,212 @@
+// The staged codec pipeline's state and stage helpers (staged_codec.h), shared by its
+// collectives: staged_codec.cc (AllReduce, two-shot and one-shot) and staged_direct.cc
+// (ReduceScatter, AllGather). The pipeline is written down at the top of staged_codec.cc.
+// Private to src/collectives/staged.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codecs/codec.h"
+#include "collectives/layout.h"
+#include "collectives/staged/staged_codec.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/device_codec.h"
+#include "mem/cuda_check.h"
+#include "mem/device_scratch.h"
+
+namespace coccl {
+
+struct StagedCodec::Impl {
+  static constexpr int kSets = 2;
+  enum Slot { kSend = 0, kRecv = 1, kRed = 2, kGath = 3 };  // per set: send[p] recv[p] red gath[p]
+
+  int p, me;
+  size_t slotBytes;
+  ByteMover& mover;
+  bool oneShot = false;  // AllReduce: one-shot instead of two-shot (StagedAllReduce)
+  std::string arName, directName;  // CollStats::algorithm
+  cudaStream_t side = nullptr;
+  cudaEvent_t ev[4][kSets] = {};  // per stage boundary and set
+  char* staging = nullptr;
+  float* acc = nullptr;  // ReduceScatter's fp32 sum of one piece (4 * slotBytes)
+  // The end of the last compressed call issued outside a stream capture: the next one, on
+  // whatever stream, starts after it (the staging is the communicator's, not the stream's).
+  cudaEvent_t tail = nullptr;
+  bool tailSet = false;
+  std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
+  std::vector<ByteMover::Xfer> group;  // one exchange (host side)
+  DeviceScratch ws;  // the codec's device workspace (grows without waiting for the device)
+
+  Impl(int nranks, int rank, size_t slot, ByteMover& mv)
+      : p(nranks), me(rank), slotBytes(slot), mover(mv), ins(static_cast<size_t>(nranks)) {}
+  // The owner destroys its transport first (NCCL: ncclCommDestroy / abort), so nothing of
+  // ours is still being moved; cudaFree waits for this device's kernels.
+  ~Impl() {  // also after a constructor that failed half-way
+    for (auto& row : ev)
+      for (cudaEvent_t& e : row)
+        if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
+    if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
+    if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
+    if (staging) COCCL_CUDA_WARN(cudaFree(staging));
+    if (acc) COCCL_CUDA_WARN(cudaFree(acc));
+    ws.release();
+  }
+
+  // Runs one compressed pipeline on s: ordered after the previous eager call, joined and the
+  // transport aborted (peers get an error instead of waiting forever) when anything fails half-way.
+  void pipeline(cudaStream_t s, const std::function<void()>& body) {
+    const bool eager = !streamCapturing(s);
+    if (eager && tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, tail, 0));
+    try {
+      body();
+    } catch (...) {
+      if (cudaEventRecord(ev[3][0], side) == cudaSuccess) (void)cudaStreamWaitEvent(s, ev[3][0], 0);
+      (void)cudaGetLastError();
+      mover.abort();
+      throw;
+    }
+    if (eager) {
+      COCCL_CUDA_CHECK(cudaEventRecord(tail, s));
+      tailSet = true;
+    }
+  }
+
+  char* slot(size_t k, Slot kind, int j) const {
+    const size_t per = 3 * static_cast<size_t>(p) + 1;
+    const size_t base = (k % kSets) * per;
+    const size_t idx = kind == kSend   ? static_cast<size_t>(j)
+                       : kind == kRecv ? static_cast<size_t>(p + j)
+                       : kind == kRed  ? 2 * static_cast<size_t>(p)
+                                       : 2 * static_cast<size_t>(p) + 1 + static_cast<size_t>(j);
+    return staging + (base + idx) * slotBytes;
+  }
+  // Elements of one piece: the most whole codec blocks whose payload fits a slot (at least
+  // one block). The same on every rank (a function of the codec, dt and the agreed slot size).
+  size_t pieceElems(const Codec& c, cocclDataType_t dt) const {
+    const size_t g = c.blockElems();
+    const size_t limit = (size_t{1} << 40) / g;
+    size_t lo = 1;  // encodedBytes(lo g) fits (or lo = 1), encodedBytes(hi g) does not
+    while (lo < limit && c.encodedBytes(2 * lo * g, dt) <= slotBytes) lo *= 2;
+    size_t hi = 2 * lo;
+    while (lo + 1 < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (c.encodedBytes(mid * g, dt) <= slotBytes ? lo : hi) = mid;
+    }
+    // ReduceScatter's fp32 accumulator holds slotBytes elements (codecs under 1 byte per
+    // element would fit more).
+    return std::min(lo, std::max<size_t>(1, slotBytes / g)) * g;
+  }
+  // The pieces of `count` elements (a shard, or the whole message): as many as pieces of at
+  // most `piece` elements need, all of one size (whole blocks of g) but the last, so that no
+  // piece is a tiny tail that pays a whole exchange's fixed cost. At most `piece`.
+  static size_t evenPiece(size_t count, size_t piece, size_t g) {
+    const size_t K = numChunks(count, piece);
+    if (K <= 1) return piece;
+    const size_t e = (count + K - 1) / K;
+    return std::min(piece, (e + g - 1) / g * g);
+  }
+  // Gather stages over the mover's allGather: every rank's payload of piece k at
+  // slot(k, kGath, 0) + j * stride, stride = the largest payload of the piece rounded up to
+  // 256 bytes (aligned payloads for the vector paths of the codec kernels), at most a slot.
+  size_t gatherStride(size_t largestPayload) const {
+    const size_t up = (largestPayload + 255) / 256 * 256;
+    return std::min(up, slotBytes);
+  }
+  // Device workspace of the codec's operations on one piece (plug-ins may ask for some; the
+  // built-ins need none). Grows, never during a stream capture.
+  void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
+    const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
+    if (need == 0) return nullptr;
+    if (!ws.fits(need))
+      COCCL_CHECK_USAGE(!streamCapturing(s),
+                        "codec %s needs %zu bytes of device workspace: run the collective once "
+                        "outside the CUDA graph capture first", c.name(), need);
+    return ws.grow(need);
+  }
+  // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
+  // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
+  // skipped (both ends skip the same ones: the sizes follow from the shared shards).
+  template <class From, class SendBytes, class RecvBytes>
+  void exchange(size_t k, From from, SendBytes sendBytes, Slot into, RecvBytes recvBytes) {
+    group.clear();
+    for (int j = 0; j < p; ++j) {
+      if (j == me) continue;
+      if (const size_t b = sendBytes(j)) group.push_back({from(j), b, j, true});
+      if (const size_t b = recvBytes(j)) group.push_back({slot(k, into, j), b, j, false});
+    }
+    mover.exchange(group, side);
+  }
+  // The shape of a direct ReduceScatter / AllGather of r.count elements per rank: pieces,
+  // stream, workspace; fills the statistics.
+  struct Direct {
+    size_t count, es, piece, K;
+    cudaStream_t s;
+    void* ws;
+    size_t n(size_t k) const { return std::min(piece, count - k * piece); }
+  };
+  Direct direct(const CollRequest& r, CollStats& stats);
+  void allReduce(const CollRequest& r, CollStats& stats);
+  void oneShotAllReduce(const CollRequest& r, CollStats& stats);
+  void reduceScatter(const CollRequest& r, CollStats& stats);
+  void allGather(const CollRequest& r, CollStats& stats);
+
+  cudaStream_t user(cocclStream_t s) const { return reinterpret_cast<cudaStream_t>(s); }
+  // `to` waits for everything issued so far on `from` (event of stage boundary `b`, set k).
+  void link(cudaStream_t from, cudaStream_t to, int b, size_t k) {
+    cudaEvent_t e = ev[b][k % kSets];
+    COCCL_CUDA_CHECK(cudaEventRecord(e, from));
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
+  }
+
+  // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file).
+  void run3(size_t K, cudaStream_t s, const std::function<void(size_t)>& a,
+            const std::function<void(size_t)>& x, const std::function<void(size_t)>& b) {
+    auto first = [&](size_t k) {
+      a(k);
+      link(s, side, 0, k);
+      x(k);
+      COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));  // S waits for it before b(k)
+    };
+    first(0);
+    for (size_t k = 0; k < K; ++k) {
+      if (k + 1 < K) first(k + 1);
+      COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
+      b(k);
+    }
+  }
+
+  // Five stages of the two-shot AllReduce.
+  void run5(size_t K, cudaStream_t s, const std::function<void(size_t)>& enc,
+            const std::function<void(size_t)>& x1, const std::function<void(size_t)>& red,
+            const std::function<void(size_t)>& x2, const std::function<void(size_t)>& dec) {
+    auto first = [&](size_t k) {
+      enc(k);
+      link(s, side, 0, k);
+      x1(k);
+      COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));
+    };
+    first(0);
+    for (size_t k = 0; k < K; ++k) {
+      if (k + 1 < K) first(k + 1);
+      COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
+      red(k);
+      link(s, side, 2, k);
+      x2(k);
+      COCCL_CUDA_CHECK(cudaEventRecord(ev[3][k % kSets], side));
+      if (k > 0) {
+        COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(k - 1) % kSets], 0));
+        dec(k - 1);
+      }
+    }
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(K - 1) % kSets], 0));
+    dec(K - 1);
+  }
+};
+
+}  // namespace coccl
