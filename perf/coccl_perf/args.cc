@@ -69,8 +69,10 @@ EXTRA COLUMNS
          the full spec is in the header.
   ratio  compression ratio = wire bytes of the same collective uncompressed / wire bytes it
          sent, both summed over ranks from cocclCommGetLastCollStats. The uncompressed figure is
-         measured by one extra out-of-place call with the "none" codec (same algorithm and
-         chunking). 1.00 on exact paths; "-" when nothing went on the wire (1 rank).
+         measured by one extra out-of-place call with the "none" codec (same chunking; the
+         exact path's algorithm: COCCL_ALGO=one-shot applies to compressed calls only, so its
+         ratio is below the payload ratio beyond 2 ranks). 1.00 on exact paths; "-" when
+         nothing went on the wire (1 rank).
   relL2  ||out - ref||_2 / ||ref||_2 in fp64 over every element of every rank, out-of-place.
   ident  1 if every rank's output is bitwise identical (all_reduce, all_gather, broadcast; both
          placements), else 0; "-" for the other collectives.

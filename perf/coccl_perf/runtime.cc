@@ -177,7 +177,11 @@ int runRanks(const Launch& l, int nThreads, const std::function<int(Rank&)>& bod
       } catch (const std::exception& e) {
         std::fflush(stdout);
         std::fprintf(stderr, "coccl_perf: rank %d: error: %s\n", rk.rank, e.what());
-        if (l.processMode && !joined)
+        // The address hint only where the bootstrap itself failed (not, e.g., ranks whose
+        // configurations disagree).
+        const bool bootstrapFailed = std::strstr(e.what(), "bootstrap") != nullptr ||
+                                     std::strstr(e.what(), "connect") != nullptr;
+        if (l.processMode && !joined && bootstrapFailed)
           std::fprintf(stderr,
                        "coccl_perf: rank %d: bootstrap address COCCL_COMM_ID=%s (%s); under "
                        "torchrun, whose store owns MASTER_PORT, set COCCL_COMM_ID to a free "

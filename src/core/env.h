@@ -35,7 +35,7 @@ struct Env {
   std::string policy;          // COCCL_POLICY (a policy file's path)
   int64_t compressMinBytes;    // COCCL_COMPRESS_MIN_BYTES
   int64_t chunkBytes;          // COCCL_CHUNK_BYTES
-  std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring)
+  std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring | one-shot)
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
   int64_t ranksPerNode;        // COCCL_RANKS_PER_NODE (0: from the hosts)
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
