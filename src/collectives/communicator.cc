@@ -77,11 +77,12 @@ void agreeOnCodecs(CommContext& ctx) {
 // expects: ranks that differ would wait for each other until the timeout.
 void agreeOnAlgorithm(CommContext& ctx) {
   const std::string& a = ctx.config().algo;
-  const uint64_t code = a == "ring" ? 2 : a == "one-shot" ? 3 : a == "auto" ? 0 : 1;  // 1: two-shot, direct
-  const std::string why =
-      agreeValues(ctx.bootstrap(), {{"COCCL_ALGO (0 auto, 1 two-shot, 2 ring, 3 one-shot)", code},
-                                    {"COCCL_RING_MIN_RANKS",
-                                     static_cast<uint64_t>(ctx.config().ringMinRanks)}});
+  // "direct" is two-shot's other name: the same code.
+  const uint64_t code = a == "auto" ? 0 : a == "ring" ? 2 : a == "one-shot" ? 3 : 1;
+  const uint64_t ringMin = static_cast<uint64_t>(ctx.config().ringMinRanks);
+  const std::string why = agreeValues(
+      ctx.bootstrap(), {{"COCCL_ALGO (0 auto, 1 two-shot, 2 ring, 3 one-shot)", code},
+                        {"COCCL_RING_MIN_RANKS", ringMin}});
   if (!why.empty()) COCCL_THROW(cocclInvalidUsage, "algorithm: %s", why.c_str());
 }
 

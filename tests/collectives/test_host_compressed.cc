@@ -265,8 +265,9 @@ TEST_P(HostCompressed, NonFiniteAndHugeValuesReachEveryRank) {
 TEST_P(HostCompressed, ThousandBackToBackAllReduces) {
   // A long run: once per codec with threads (2 ranks) and once with processes (3 ranks).
   const Param& prm = GetParam();
-  const bool covered = std::string(prm.algo) == "auto" &&
-                       ((prm.mode == Mode::Threads && prm.nranks == 2) || prm.mode == Mode::Processes);
+  const bool covered =
+      std::string(prm.algo) == "auto" &&
+      ((prm.mode == Mode::Threads && prm.nranks == 2) || prm.mode == Mode::Processes);
   if (!covered) GTEST_SKIP() << "long run covered by the 2-rank threads / 3-rank processes cases";
   run([](Rank& r) {
     std::mt19937 order(12345);  // same seeded order on all ranks

@@ -1,9 +1,10 @@
 // The device path over the NCCL transport (COCCL_DEVICE_TRANSPORT=nccl; src/collectives/nccl/
-// nccl_executor.cc), 2 and 3 processes on one GPU, each with its own NCCL_HOSTID (the real NCCL then
-// talks over sockets on loopback): compressed AllReduce (two-shot and one-shot) / ReduceScatter /
-// AllGather bit for bit the host path's result (same shards, codec bytes and reduction order), with small pieces so
-// that the two-stream pipeline runs many rounds; NCCL's own exact collectives and Send/Recv;
-// a captured graph replayed; back-to-back calls without synchronisation.
+// nccl_executor.cc), 2 and 3 processes on one GPU, each with its own NCCL_HOSTID (the real NCCL
+// then talks over sockets on loopback): compressed AllReduce (two-shot and one-shot) /
+// ReduceScatter / AllGather bit for bit the host path's result (same shards, codec bytes and
+// reduction order), with small pieces so that the two-stream pipeline runs many rounds; NCCL's own
+// exact collectives and Send/Recv; a captured graph replayed; back-to-back calls without
+// synchronisation.
 #include <gtest/gtest.h>
 
 #include <cstring>

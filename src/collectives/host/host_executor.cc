@@ -73,9 +73,10 @@ void HostExecutor::run(const CollRequest& r, CollStats& stats) {
   const bool hier = r.codec && r.interCodec && L > 1 && L < nranks();
   // COCCL_ALGO=one-shot: compressed AllReduce only (exact wires and the other collectives keep
   // two-shot / direct; `auto` never picks it on host buffers).
-  const bool oneShot = r.coll == Coll::AllReduce && r.codec && !hier && config().algo == "one-shot";
-  const bool twoShot =
-      (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter) && !hier && !oneShot && !useRing();
+  const bool oneShot =
+      r.coll == Coll::AllReduce && r.codec && !hier && config().algo == "one-shot";
+  const bool twoShot = (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter) && !hier &&
+                       !oneShot && !useRing();
   if (!twoShot) {
     agree.start();
     agree.finish();

@@ -71,10 +71,12 @@ void oneShotAllReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
     const Range r = chunkOf(whole, chunk, k);
     wt.waitAll(s.reqs, "one-shot all-reduce transfers");
     s.reqs.clear();
-    for (int j = 0; j < p; ++j) ins[static_cast<size_t>(j)] = j == me ? s.enc.data() : s.in[j].data();
+    for (int j = 0; j < p; ++j)
+      ins[static_cast<size_t>(j)] = j == me ? s.enc.data() : s.in[j].data();
     std::memset(acc.get(), 0, r.count * sizeof(float));
     for (int j = 0; j < p; j += 64)  // at most 64 payloads a call (codec.h)
-      codec.decodeAccumulateMany(ins.data() + j, std::min(64, p - j), r.count, w.dtype(), acc.get());
+      codec.decodeAccumulateMany(ins.data() + j, std::min(64, p - j), r.count, w.dtype(),
+                                 acc.get());
     w.finish(acc.get(), r.count, out + r.begin * es, nullptr);
     s.enc.release();
     for (PoolBuffer& b : s.in) b.release();

@@ -83,11 +83,11 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     m.tr.reset();  // nothing to quiesce in ~NcclExecutor
     return nullptr;
   }
-  // Pieces of 4 x COCCL_CHUNK_BYTES of payload: every NCCL call over a link-bound path has a
-  // fixed cost that 1 MiB pieces do not hide (one-shot bf16 at 2 ranks, one H200 over sockets:
-  // 1.45-1.71x NCCL's AllReduce with 1 MiB pieces, 1.57-1.70x with 4 MiB; fp32 2.25-3.02x vs
-  // 2.40-3.76x; perf/RESULTS.md 2026-12-02).
-  // Up to 8 ranks (the staging grows with the ranks: 2 (3p + 1) + 4 slots).
+  // Pieces of 4 x COCCL_CHUNK_BYTES of payload up to 8 ranks (the staging grows with the ranks:
+  // 2 (3p + 1) + 4 slots): every NCCL call over a link-bound path has a fixed cost that 1 MiB
+  // pieces do not hide (one-shot bf16 at 2 ranks, one H200 over sockets: 1.45-1.71x NCCL's
+  // AllReduce with 1 MiB pieces, 1.57-1.70x with 4 MiB; fp32 2.25-3.02x vs 2.40-3.76x;
+  // perf/RESULTS.md 2026-12-02).
   const size_t mult = m.p <= kNcclSlotChunksMaxRanks ? kNcclSlotChunks : 1;
   m.slotBytes = mult * static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
   m.mover = std::make_unique<NcclMover>(*m.tr);

@@ -2,8 +2,10 @@
 //
 // ---- Pipeline ------------------------------------------------------------------------------
 // S = the caller's stream (codec kernels), C = the internal stream (the mover's grouped sends
-// and receives). A message is processed in pieces k = 0..K-1 (piece k of every shard). Staging holds two sets of slots (set k % 2); per set: send[p], recv[p], red, gath[p],
-// each slotBytes (COCCL_CHUNK_BYTES) long.
+// and receives). A message is processed in pieces k = 0..K-1 (piece k of every shard), all of
+// one size but the last (Impl::evenPiece). Staging holds two sets of slots (set k % 2); per
+// set: send[p], recv[p], red, gath[p], each slotBytes long (the executor's choice: CUDA IPC
+// COCCL_CHUNK_BYTES, NCCL 4 x that up to 8 ranks).
 //
 // Two-shot AllReduce, five stages: enc(k) S -> x1(k) C -> red(k) S -> x2(k) C -> dec(k) S,
 // issued as
@@ -82,7 +84,6 @@ void StagedCodec::run(const CollRequest& r, CollStats& stats) {
     default: COCCL_THROW(cocclInternalError, "staged codec pipeline: %s", collName(r.coll));
   }
 }
-
 
 // ---- AllReduce ----------------------------------------------------------------------------------
 
@@ -175,10 +176,11 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
 }
 
 // One-shot: a(k) encode piece k of my input into my gather slot, x(k) everyone's payload of
-// piece k to everyone (the mover's allGather in place in the gath slots, else a grouped
-// exchange into gath[j]), b(k) sum the p payloads in rank order into the fp32 accumulator from
-// +0, scale, round into the output (the host's one-shot, bit for bit). In place is safe: a(k+1)
-// reads input piece k+1 before b(k) writes output piece k (both on S, in that order).
+// piece k to everyone (Impl::gather: the mover's allGather in place in the gath slots, else a
+// grouped exchange into recv[j]), b(k) sum the p payloads in rank order into the fp32
+// accumulator from +0, scale, round into the output (the host's one-shot, bit for bit). In place
+// is safe: a(k+1) reads input piece k+1 before b(k) writes output piece k (both on S, in that
+// order). The slots are reused as in AllGather (the same three stages and layout).
 void StagedCodec::Impl::oneShotAllReduce(const CollRequest& r, CollStats& stats) {
   Impl& m = *this;
   const cocclDataType_t dt = r.dt;
@@ -190,14 +192,9 @@ void StagedCodec::Impl::oneShotAllReduce(const CollRequest& r, CollStats& stats)
   const size_t K = numChunks(count, piece);
   auto n = [&](size_t k) { return std::min(piece, count - k * piece); };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  const bool ag = m.mover.hasAllGather();
   auto stride = [&](size_t k) { return m.gatherStride(pb(n(k))); };
-  auto payload = [&](size_t k, int j) {
-    return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(j) * stride(k) : m.slot(k, kGath, j);
-  };
   stats.wireBytesSent = 0;
-  for (size_t k = 0; k < K; ++k)
-    stats.wireBytesSent += static_cast<size_t>(p - 1) * (ag ? stride(k) : pb(n(k)));
+  for (size_t k = 0; k < K; ++k) stats.wireBytesSent += m.gatherWireBytes(pb(n(k)));
   if (K == 0) return;
   const float scale = r.op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
   cudaStream_t s = m.user(r.stream);
@@ -207,19 +204,12 @@ void StagedCodec::Impl::oneShotAllReduce(const CollRequest& r, CollStats& stats)
         K, s,
         [&](size_t k) {
           codec->deviceEncode(static_cast<const char*>(r.in) + k * piece * es, dt, n(k),
-                              payload(k, me), ws, s);
+                              m.gathered(k, me, stride(k)), ws, s);
         },
-        [&](size_t k) {
-          if (ag) {
-            m.mover.allGather(payload(k, me), payload(k, 0), stride(k), m.side);
-            return;
-          }
-          auto bytes = [&](int) { return pb(n(k)); };
-          m.exchange(k, [&](int) { return payload(k, me); }, bytes, kGath, bytes);
-        },
+        [&](size_t k) { m.gather(k, pb(n(k)), stride(k)); },
         [&](size_t k) {
           COCCL_CUDA_CHECK(cudaMemsetAsync(m.acc, 0, n(k) * sizeof(float), s));
-          for (int j = 0; j < p; ++j) m.ins[static_cast<size_t>(j)] = payload(k, j);
+          for (int j = 0; j < p; ++j) m.ins[static_cast<size_t>(j)] = m.gathered(k, j, stride(k));
           codec->deviceDecodeAccumulate(m.ins.data(), p, n(k), dt, m.acc, ws, s);
           launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(r.out) + k * piece * es,
                              r.stream);

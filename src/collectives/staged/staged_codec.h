@@ -1,11 +1,12 @@
-// The staged codec pipeline: compressed AllReduce (two-shot or one-shot), ReduceScatter and AllGather on
-// device buffers for any codec with device operations (Codec::device*: the built-ins' fused
-// kernels, or a plug-in's launchers, include/coccl_codec.h), moving the encoded pieces with a
+// The staged codec pipeline: compressed AllReduce (two-shot or one-shot), ReduceScatter and
+// AllGather on device buffers for any codec with device operations (Codec::device*: the built-ins'
+// fused kernels, or a plug-in's launchers, include/coccl_codec.h), moving the encoded pieces with a
 // transport's grouped point-to-point bytes (ByteMover). The NCCL executor runs its compressed
 // collectives on it (mover: ncclSend/ncclRecv); the CUDA IPC executor runs plug-in codecs on it
 // (mover: its P2P kernel), keeping its own fused kernels for the built-ins.
 //
-// Results are bit for bit those of the host path (same shards, codec bytes, reduction order).
+// Results are bit for bit those of the host path with the same COCCL_ALGO (same shards, codec
+// bytes, reduction order).
 // A message is processed in pieces of at most slotBytes of payload per shard; piece k+1 is
 // encoded on the caller's stream while piece k moves on the internal stream (two staging sets,
 // ordered by events: stream-ordered and CUDA-graph capturable). The pipeline is written down
@@ -59,7 +60,8 @@ class ByteMover {
 //     path is ~1.6x its send/recv: device-performance notes).
 //   Auto: OneShot at p = 2 over a mover with an allGather, else TwoShot.
 enum class StagedAllReduce { Auto, TwoShot, OneShot };
-// "one-shot" -> OneShot; "two-shot", "direct", "ring" (two-shot at p = 2) -> TwoShot; "auto" -> Auto.
+// "one-shot" -> OneShot; "two-shot", "direct", "ring" (two-shot at p = 2) -> TwoShot;
+// "auto" -> Auto.
 StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
 
 class StagedCodec {

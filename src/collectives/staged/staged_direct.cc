@@ -75,19 +75,10 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
   const size_t sendcount = d.count, piece = d.piece, es = d.es;
   auto n = [&](size_t k) { return d.n(k); };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  // with the mover's allGather: rank j's payload of piece k at slot(k, kGath, 0) + j * stride
-  const bool ag = m.mover.hasAllGather();
   auto stride = [&](size_t k) { return m.gatherStride(pb(n(k))); };
-  auto mine = [&](size_t k) {
-    return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(me) * stride(k) : m.slot(k, kSend, me);
-  };
-  auto theirs = [&](size_t k, int j) {
-    return ag ? m.slot(k, kGath, 0) + static_cast<size_t>(j) * stride(k)
-              : j == me ? m.slot(k, kSend, me) : m.slot(k, kRecv, j);
-  };
-  if (ag) {
+  if (m.mover.hasAllGather()) {  // the padded strides (else direct()'s payload count holds)
     stats.wireBytesSent = 0;
-    for (size_t k = 0; k < d.K; ++k) stats.wireBytesSent += static_cast<size_t>(p - 1) * stride(k);
+    for (size_t k = 0; k < d.K; ++k) stats.wireBytesSent += m.gatherWireBytes(pb(n(k)));
   }
   cudaStream_t s = d.s;
   void* ws = d.ws;
@@ -95,21 +86,14 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
     m.run3(
         d.K, s,
         [&](size_t k) {  // encode my piece once
-          codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k), mine(k), ws,
-                              s);
+          codec->deviceEncode(static_cast<const char*>(in) + k * piece * es, dt, n(k),
+                              m.gathered(k, me, stride(k)), ws, s);
         },
-        [&](size_t k) {  // my encoded piece to everyone; theirs to me
-          if (ag) {
-            m.mover.allGather(mine(k), theirs(k, 0), stride(k), m.side);
-            return;
-          }
-          auto bytes = [&](int) { return pb(n(k)); };
-          m.exchange(k, [&](int) { return m.slot(k, kSend, me); }, bytes, kRecv, bytes);
-        },
+        [&](size_t k) { m.gather(k, pb(n(k)), stride(k)); },  // mine to everyone, theirs to me
         [&](size_t k) {  // every rank decodes every shard, its own too: identical outputs
           for (int j = 0; j < p; ++j)
             codec->deviceDecode(
-                theirs(k, j), n(k), dt,
+                m.gathered(k, j, stride(k)), n(k), dt,
                 static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
                 ws, s);
         });

@@ -142,6 +142,28 @@ struct StagedCodec::Impl {
     }
     mover.exchange(group, side);
   }
+  // The gather of piece k (AllGather, one-shot AllReduce): every rank's payload of `bytes`
+  // bytes on every rank. Rank j's payload lies at gathered(k, j): with the mover's allGather in
+  // the gath slots of set k % 2 read as one buffer, `stride` (gatherStride(bytes)) apart; else
+  // mine in send[me] and the peers' in recv[j].
+  char* gathered(size_t k, int j, size_t stride) const {
+    if (mover.hasAllGather()) return slot(k, kGath, 0) + static_cast<size_t>(j) * stride;
+    return j == me ? slot(k, kSend, me) : slot(k, kRecv, j);
+  }
+  void gather(size_t k, size_t bytes, size_t stride) {
+    if (mover.hasAllGather()) {
+      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, side);
+      return;
+    }
+    auto each = [&](int) { return bytes; };
+    exchange(k, [&](int) { return gathered(k, me, stride); }, each, kRecv, each);
+  }
+  // Bytes gather(k, bytes, gatherStride(bytes)) sends: the padded stride to each peer through
+  // the allGather, else the payload.
+  size_t gatherWireBytes(size_t bytes) const {
+    const size_t b = mover.hasAllGather() ? gatherStride(bytes) : bytes;
+    return static_cast<size_t>(p - 1) * b;
+  }
   // The shape of a direct ReduceScatter / AllGather of r.count elements per rank: pieces,
   // stream, workspace; fills the statistics.
   struct Direct {
