@@ -10,7 +10,8 @@
 #       INT4, TAH the int4 and tah plug-ins (default: the build tree's, beside libcoccl.so;
 #                 the shim carries coccl inside it, so a bare name is looked up beside the shim)
 #       RUNS      run names (default: all below, in that order)
-#       PARALLEL  runs at once on the machine (default 2; ranks share GPUs through MPS)
+#       PARALLEL  runs at once on the machine (default 2; ranks share GPUs through MPS; above 1
+#                 COCCL_DEVICE_BLOCKS defaults to 8 so that every run's kernels fit together)
 #       NPROC     processes per run (default 4)
 #       TRAIN_ARGS train.py arguments (default "--tp 2 --dp 2 --steps 2000")
 #       RUN_TIMEOUT seconds per run (default 900)
@@ -39,6 +40,9 @@ SHIM=${SHIM:-$root/build-gpu/nccl-tests-shim/libnccl.so.2}
 INT4=${INT4:-$(dirname "$SHIM")/../src/api/coccl/libcoccl-codec-int4.so}
 TAH=${TAH:-$(dirname "$SHIM")/../src/api/coccl/libcoccl-codec-tah.so}
 PARALLEL=${PARALLEL:-2}
+# Runs side by side share the GPU's SMs: coccl's kernels in flight must fit on it together
+# (README, "GPU buffers"), so fewer blocks a kernel than the auto rule's 32 for one run.
+if [ "$PARALLEL" -gt 1 ] && [ -z "${COCCL_DEVICE_BLOCKS:-}" ]; then export COCCL_DEVICE_BLOCKS=8; fi
 NPROC=${NPROC:-4}
 TRAIN_ARGS=${TRAIN_ARGS:---tp 2 --dp 2 --steps 2000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}

@@ -1,11 +1,15 @@
 // Probing the device executors at init (device_executors.h).
 #include "collectives/device_executors.h"
 
+#include <algorithm>
+
 #include "collectives/cuda_ipc/cuda_ipc_executor.h"
 #include "collectives/cuda_ipc/dev_types.h"
+#include "collectives/cuda_ipc/residency.h"
 #include "collectives/nccl/nccl_executor.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "mem/cuda_check.h"
 #include "mem/cuda_device.h"
 
 namespace coccl {
@@ -25,19 +29,34 @@ DeviceExecutors probeDeviceExecutors(CommContext& c) {
   struct RankDev {
     int32_t device;     // ordinal, -1 none
     int32_t settings;   // tpCode + 4 * exCode
+    int32_t resident;   // blocks of coccl's kernels its GPU holds at once (residency.h), 0 unknown
+    int32_t pad = 0;
     uint64_t gpu;       // hash of the GPU's UUID (0 none): equal = one GPU shared
   };
+  int resident = 0;
+  if (dev >= 0 && tp != "nccl") {
+    DeviceGuard g(dev);
+    resident = dev::residentBlocks(dev);
+  }
   std::vector<RankDev> devs(static_cast<size_t>(p));
-  devs[static_cast<size_t>(c.rank())] = RankDev{dev, tpCode + 4 * exCode, gpuIdentity(dev)};
+  devs[static_cast<size_t>(c.rank())] =
+      RankDev{dev, tpCode + 4 * exCode, resident, 0, gpuIdentity(dev)};
   c.bootstrap().allGather(devs.data(), sizeof(RankDev));
   bool allDevices = true, sameSettings = true, sharedGpu = false;
+  int leastResident = 0, mostPerGpu = 1;  // over the ranks: the smallest capacity, the most
+                                          // ranks of this communicator on one GPU
   for (int r = 0; r < p; ++r) {
     const RankDev& x = devs[static_cast<size_t>(r)];
     allDevices = allDevices && x.device >= 0;
     sameSettings = sameSettings && x.settings == tpCode + 4 * exCode;
-    for (int q = 0; q < r; ++q)
-      sharedGpu = sharedGpu || (x.gpu != 0 && devs[static_cast<size_t>(q)].gpu == x.gpu);
+    if (x.resident > 0 && (leastResident == 0 || x.resident < leastResident))
+      leastResident = x.resident;
+    int onGpu = 1;
+    for (int q = 0; q < p; ++q)
+      onGpu += q != r && x.gpu != 0 && devs[static_cast<size_t>(q)].gpu == x.gpu;
+    mostPerGpu = std::max(mostPerGpu, onGpu);
   }
+  sharedGpu = mostPerGpu > 1;
   if (!sameSettings) {
     d.reason = "COCCL_DEVICE_TRANSPORT or COCCL_DEVICE_EXACT differs across ranks";
     return d;
@@ -57,9 +76,9 @@ DeviceExecutors probeDeviceExecutors(CommContext& c) {
     tryNccl("");
     return d;
   }
-  const int nblocks = cfg.deviceBlocks > 0 ? static_cast<int>(cfg.deviceBlocks)
-                      : sharedGpu          ? dev::kAutoBlocksSharedGpu
-                                           : dev::kAutoBlocksOwnGpu;
+  const int nblocks = cfg.deviceBlocks > 0
+                          ? static_cast<int>(cfg.deviceBlocks)
+                          : dev::autoBlocks(mostPerGpu, leastResident);
   std::string why;
   auto ipc = CudaIpcExecutor::probe(c, dev, nblocks, &why);
   if (!ipc) {

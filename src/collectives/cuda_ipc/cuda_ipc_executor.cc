@@ -51,6 +51,7 @@
 #include "collectives/cuda_ipc/dev_types.h"
 #include "collectives/cuda_ipc/launch.h"
 #include "collectives/cuda_ipc/plan.h"
+#include "collectives/cuda_ipc/residency.h"
 #include "collectives/staged/staged_codec.h"
 #include "codecs/abi/registry.h"
 #include "collectives/layout.h"
@@ -94,6 +95,7 @@ struct CudaIpcExecutor::Impl {
   cudaEvent_t joinOut = nullptr;
   bool used = false;
   bool aborted = false;
+  bool tallied = false;  // nblocks counted in residency.h's tally of this device
   // Plug-in codecs with device launchers: the staged pipeline, its pieces moved by this
   // executor's P2P kernel (null when no such codec is registered).
   std::unique_ptr<ByteMover> mover;
@@ -142,6 +144,7 @@ class IpcMover final : public ByteMover {
 
 CudaIpcExecutor::Impl::~Impl() {
   if (device < 0) return;
+  if (tallied) dev::removeCommBlocks(device, nblocks);
   int prev = -1;
   if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
   (void)cudaSetDevice(device);
@@ -257,11 +260,23 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     *why = "CUDA IPC executor: " + reason;
     return nullptr;
   }
+  const int cap = dev::residentBlocks(dev);
+  const int held = dev::addCommBlocks(dev, m.nblocks);
+  m.tallied = true;
   COCCL_INFO(kLogInit | kLogCuda,
              "CUDA IPC executor on: device %d, %d blocks x %d threads, %llu-byte sub-slots, "
-             "%llu-byte region",
+             "%llu-byte region; the device holds %d blocks of coccl's kernels at once, this "
+             "process's communicators on it %d",
              dev, m.nblocks, dev::kThreads, static_cast<unsigned long long>(m.lay.sub),
-             static_cast<unsigned long long>(m.lay.total));
+             static_cast<unsigned long long>(m.lay.total), cap, held);
+  static std::atomic<bool> warned{false};
+  if (cap > 0 && held > cap && !warned.exchange(true))
+    COCCL_WARN("the CUDA IPC communicators of this process hold %d blocks on device %d, which "
+               "runs %d of coccl's kernel blocks at once: collectives of different "
+               "communicators in flight together can wait for blocks that never become "
+               "resident, until COCCL_TIMEOUT_MS; give each communicator COCCL_DEVICE_BLOCKS "
+               "so that those running at once fit, or order their collectives on one stream",
+               held, dev, cap);
   return x;
 }
 
@@ -288,6 +303,15 @@ std::string CudaIpcExecutor::asyncErrorMessage() const {
   if (!impl_->host) return "";
   const dev::HostState& h = *impl_->host;
   const uint32_t e = *reinterpret_cast<const volatile uint32_t*>(&h.error);
+  if (e == dev::kDevTimeout)
+    return format("device path (CUDA IPC): block %d waited for rank %d longer than "
+                  "COCCL_TIMEOUT_MS (%lld ms): that rank did not make the same call, died, or "
+                  "its kernel's blocks could not all become resident (this GPU holds %d blocks "
+                  "of coccl's kernels at once; %d blocks per kernel here: ranks that share a GPU "
+                  "and communicators with collectives in flight together must fit, see "
+                  "COCCL_DEVICE_BLOCKS)",
+                  h.errBlock, h.errPeer, static_cast<long long>(impl_->comm.config().timeoutMs),
+                  dev::residentBlocks(impl_->device), impl_->nblocks);
   if (e != dev::kDevMismatch) return "";
   const CallDesc mine = callDescFromBytes(&h.mine);
   const CallDesc theirs = callDescFromBytes(&h.theirs);

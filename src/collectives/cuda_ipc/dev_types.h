@@ -37,10 +37,22 @@ constexpr int kThreads = 256;       // threads per block of every collective ker
 constexpr uint64_t kCallBlockBytes = 256 << 10;
 constexpr int kMinCallBlocks = 16;
 // COCCL_DEVICE_BLOCKS=0 (auto): a communicator's blocks (channels) when no two ranks share a
-// GPU, and when some do (their kernels then share the SMs; a block must never wait for a block
-// that cannot become resident), respectively.
+// GPU, and at most when some do: their kernels then share the SMs, and a block must never wait
+// for a block that cannot become resident (collectives/cuda_ipc/residency.h).
 constexpr int kAutoBlocksOwnGpu = 128;
 constexpr int kAutoBlocksSharedGpu = 32;
+
+// The auto choice for a communicator with at most `perGpu` of its ranks on one GPU that holds
+// `resident` blocks of coccl's kernels at once (0: unknown): kAutoBlocksOwnGpu (at most the
+// capacity) on a GPU of its own; on a shared GPU each rank's kernel gets half of its share,
+// resident / (2 perGpu), room for a second collective in flight on each rank, at most
+// kAutoBlocksSharedGpu and at least 1. Equal on every rank (from values every rank has).
+inline int autoBlocks(int perGpu, int resident) {
+  if (perGpu <= 1) return resident > 0 && resident < kAutoBlocksOwnGpu ? resident : kAutoBlocksOwnGpu;
+  if (resident <= 0) return kAutoBlocksSharedGpu;
+  const int share = resident / (2 * perGpu);
+  return share < 1 ? 1 : share > kAutoBlocksSharedGpu ? kAutoBlocksSharedGpu : share;
+}
 constexpr uint64_t kPoison = ~uint64_t{0};  // flag value of a failed / aborted rank
 constexpr uint64_t kSlotAlign = 256;
 

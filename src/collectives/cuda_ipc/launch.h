@@ -23,5 +23,14 @@ cudaError_t launchGatherCodecBf16(const Ctx* ctx, const GatherArgs& a, int nbloc
 cudaError_t launchGatherCodecFp16(const Ctx* ctx, const GatherArgs& a, int nblocks, cudaStream_t s);
 cudaError_t launchGatherCodecFp32(const Ctx* ctx, const GatherArgs& a, int nblocks, cudaStream_t s);
 
+// Blocks of kThreads threads that one SM holds at once, for the collective kernel of this
+// translation unit with the lowest occupancy (registers and shared memory, on the current
+// device; cudaOccupancyMaxActiveBlocksPerMultiprocessor). Asking loads every kernel, as eager
+// module loading would. 0 when the runtime cannot say.
+int residentPerSmExact();
+int residentPerSmCodecBf16();
+int residentPerSmCodecFp16();
+int residentPerSmCodecFp32();
+
 }  // namespace dev
 }  // namespace coccl

@@ -512,4 +512,27 @@ TEST(DeviceEmulated, LargeBlocksManyRounds) {
   runWorld(3, 2, 64 << 10, 17, 30, sp);
 }
 
+// COCCL_DEVICE_BLOCKS=0: on a GPU of its own a communicator takes 128 blocks (at most what the
+// GPU holds at once); k ranks sharing a GPU leave room for two kernels each (residency.h).
+TEST(DeviceBlocks, AutoRuleFitsTheGpu) {
+  EXPECT_EQ(dev::autoBlocks(1, 132), 128);
+  EXPECT_EQ(dev::autoBlocks(1, 108), 108);
+  EXPECT_EQ(dev::autoBlocks(1, 0), 128);  // capacity unknown
+  EXPECT_EQ(dev::autoBlocks(2, 132), 32);
+  EXPECT_EQ(dev::autoBlocks(3, 132), 22);
+  EXPECT_EQ(dev::autoBlocks(4, 132), 16);
+  EXPECT_EQ(dev::autoBlocks(8, 132), 8);
+  EXPECT_EQ(dev::autoBlocks(2, 0), 32);
+  EXPECT_EQ(dev::autoBlocks(100, 132), 1);
+  for (int k = 2; k <= dev::kMaxRanks; ++k)
+    for (int cap : {16, 56, 108, 132, 264, 1056}) {
+      const int nb = dev::autoBlocks(k, cap);
+      EXPECT_GE(nb, 1);
+      EXPECT_LE(nb, dev::kAutoBlocksSharedGpu);
+      if (cap >= 2 * k) {
+        EXPECT_LE(2 * k * nb, cap) << k << " ranks, capacity " << cap;
+      }
+    }
+}
+
 }  // namespace
