@@ -4,12 +4,13 @@
 # runs every measurement on base and head in turn:
 #   1. kernel_bench: codec kernels (256 MiB, bf16 and fp32, fp8_ash_ds and int8) vs a copy;
 #   2. coccl_perf all_reduce --mem device, 2 processes on GPU 0 (MPS), bf16, none and
-#      fp8_ash_ds, 1 MiB .. PERF_MAX; 2b. the same with COCCL_DEVICE_TRANSPORT=nccl (one
+#      fp8_ash_ds, 1 MiB .. PERF_MAX; 2s. the same from 8 B to 1 MiB (x8), the time per call
+#      (SMALL_ITERS calls per size, default 200); 2b. the same with COCCL_DEVICE_TRANSPORT=nccl (one
 #      NCCL_HOSTID per rank) to 256 MiB, for each collective of NCCL_COLLS (default all_reduce);
 #   3. with NCCL_TESTS_SRC: nccl-tests all_reduce_perf (bf16, 1 MiB .. 256 MiB) with each tree's
 #      libnccl.so.2 preloaded, COCCL_CODEC=fp8_ash_ds (2 MPI ranks on GPU 0).
 # usage: OUT=dir perf/scripts/before_after.sh BASE_SRC [NCCL_TESTS_SRC]
-# env: PERF_MAX (default 1G), NCCL_COLLS (e.g. "all_reduce all_gather"), ITERS (coccl_perf -n, default 10), JOBS (per build, default nproc/2)
+# env: PERF_MAX (default 1G), SMALL_ITERS, NCCL_COLLS (e.g. "all_reduce all_gather"), ITERS (coccl_perf -n, default 10), JOBS (per build, default nproc/2)
 # Results: $OUT/before_after.txt (busbw side by side with head/base ratios) and one log per
 # tree and measurement.
 set -uo pipefail
@@ -25,6 +26,7 @@ mkdir -p "$work"
 PERF_MAX=${PERF_MAX:-1G}
 NCCL_COLLS=${NCCL_COLLS:-all_reduce}
 ITERS=${ITERS:-10}
+SMALL_ITERS=${SMALL_ITERS:-200}
 JOBS=${JOBS:-$(( $(nproc) / 2 ))}
 sum=$out/before_after.txt
 : >"$sum"
@@ -97,6 +99,23 @@ rows() {  # rows FILE CODEC: size and out-of-place busbw of one sweep
 for codec in none fp8_ash_ds; do
   note "## coccl_perf all_reduce --mem device, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
   join <(rows "$out/perf_base.txt" $codec) <(rows "$out/perf_head.txt" $codec) |
+    awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+done
+
+# ---- 2s. small messages: latency (out-of-place time, us), 8 B .. 1 MiB, CUDA IPC, 2 processes --
+for codec in none fp8_ash_ds; do
+  for t in base head; do
+    echo "### $codec" >>"$out/small_$t.txt"
+    launch $t "$out/small_$t.txt" all_reduce --mem device -d bfloat16 -b 8 -e 1M -f 8 \
+      -n "$SMALL_ITERS" -w 20 -c 0 --codec "$codec" || { note "coccl_perf small $t $codec FAILED"; status=1; }
+  done
+done
+times() {  # times FILE CODEC: size and out-of-place time (us) of one sweep
+  awk -v c="$2" '/^### / {on = ($2 == c); next} on && /^ +[0-9]+ +[0-9]+ +bfloat16/ {print $1, $6}' "$1"
+}
+for codec in none fp8_ash_ds; do
+  note "## coccl_perf all_reduce --mem device, 2 procs, bf16, --codec $codec, small: size, time (us) base | head | head/base"
+  join <(times "$out/small_base.txt" $codec) <(times "$out/small_head.txt" $codec) |
     awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
 done
 

@@ -65,9 +65,10 @@ CollRequest request(uint64_t seq, Coll coll, const void* in, void* out, size_t c
 
 // Runs `body(seq)` now, or queues it when inside a group. `seq`: the call's number
 // (call_desc.h), taken before the checks so that a call that fails them here still counts and
-// its peers' agreement sees this rank one call ahead.
-template <class F>
-cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, std::function<void(uint64_t)> body) {
+// its peers' agreement sees this rank one call ahead. `body` stays a template argument so that
+// a call outside a group allocates nothing here (a std::function holding its captures would).
+template <class F, class B>
+cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, B body) {
   return guarded(comm, fn, [&] {
     Communicator& c = usableComm(comm);
     const uint64_t seq = c.nextCallSeq();

@@ -2,12 +2,12 @@
 // outermost GroupEnd. Deferred inits run concurrently (one thread each), then each
 // communicator's operations run in order: consecutive sends/receives are posted together
 // (so exchange patterns cannot deadlock) and collectives run in turn. Several communicators
-// driven by one thread run concurrently, one thread each, as their ranks must progress
-// together.
-#include <thread>
+// driven by one thread run concurrently, one thread each (the caller's and pooled workers that
+// later groups reuse), as their ranks must progress together.
 #include <vector>
 
 #include "api/api_internal.h"
+#include "core/worker_pool.h"
 
 using namespace coccl;
 
@@ -37,17 +37,20 @@ cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
   });
 }
 
-// Runs each job on its own thread when there is more than one; returns the first error.
+// Runs the jobs together, each on its own thread when there is more than one (the caller's and
+// the process's worker pool: core/worker_pool.h); returns the first error.
 cocclResult_t runConcurrently(std::vector<std::function<cocclResult_t()>>& jobs) {
   if (jobs.size() == 1) return jobs[0]();
   std::vector<cocclResult_t> results(jobs.size(), cocclSuccess);
-  std::vector<std::thread> threads;
-  threads.reserve(jobs.size());
+  std::vector<std::function<void()>> wrapped;
+  wrapped.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i)
-    threads.emplace_back([&, i] { results[i] = jobs[i](); });
-  for (auto& t : threads) t.join();
-  for (cocclResult_t r : results)
-    if (r != cocclSuccess) return r;
+    wrapped.emplace_back([&, i] { results[i] = jobs[i](); });  // jobs are guarded: no throw
+  cocclResult_t r =
+      guarded(nullptr, "cocclGroupEnd", [&] { runTogether(wrapped.data(), wrapped.size()); });
+  if (r != cocclSuccess) return r;  // no worker thread could be created: nothing ran
+  for (cocclResult_t x : results)
+    if (x != cocclSuccess) return x;
   return cocclSuccess;
 }
 

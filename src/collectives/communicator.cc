@@ -22,10 +22,14 @@ namespace coccl {
 namespace {
 
 // The memory kind of a call's buffers (nullptrs ignored); host and device mixed is an error.
+// A pointer equal to the one before it (an in-place call) is not queried again: each query is
+// a driver call (cuPointerGetAttributes) on every collective's path.
 MemKind kindOf(const char* what, std::initializer_list<const void*> ptrs) {
   bool dev = false, host = false;
+  const void* prev = nullptr;
   for (const void* p : ptrs) {
-    if (!p) continue;
+    if (!p || p == prev) continue;
+    prev = p;
     (memKind(p) == MemKind::Device ? dev : host) = true;
   }
   COCCL_CHECK_ARG(!(dev && host), "%s: buffers are partly host and partly device memory; use one kind",

@@ -47,23 +47,32 @@ class DeviceGuard {
  public:
   enum NoThrow { kNoThrow };
   explicit DeviceGuard(int dev) : DeviceGuard(dev, kNoThrow) {
-    if (dev >= 0 && dev != prev_) COCCL_CUDA_CHECK(cudaSetDevice(dev));
+    if (setResult_ != cudaSuccess)
+      ::coccl::throwError(cocclUnhandledCudaError, "cudaSetDevice(%d) failed: %s (%s)", dev,
+                          cudaGetErrorName(setResult_), cudaGetErrorString(setResult_));
   }
-  DeviceGuard(int dev, NoThrow) {
+  DeviceGuard(int dev, NoThrow) : target_(dev) {
     if (cudaGetDevice(&prev_) != cudaSuccess) {
       (void)cudaGetLastError();
       prev_ = -1;
     }
-    if (dev >= 0 && dev != prev_ && cudaSetDevice(dev) != cudaSuccess) (void)cudaGetLastError();
+    if (dev >= 0 && dev != prev_) {
+      setResult_ = cudaSetDevice(dev);
+      if (setResult_ != cudaSuccess) (void)cudaGetLastError();
+    }
   }
+  // Restores the caller's device only where it was changed (no driver call on the common path:
+  // the calling thread already on the communicator's device).
   ~DeviceGuard() {
-    if (prev_ >= 0) (void)cudaSetDevice(prev_);
+    if (prev_ >= 0 && target_ >= 0 && target_ != prev_) (void)cudaSetDevice(prev_);
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
   int prev_ = -1;
+  int target_ = -1;
+  cudaError_t setResult_ = cudaSuccess;
 };
 
 }  // namespace coccl

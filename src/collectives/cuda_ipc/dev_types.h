@@ -48,7 +48,8 @@ constexpr int kAutoBlocksSharedGpu = 32;
 // resident / (2 perGpu), room for a second collective in flight on each rank, at most
 // kAutoBlocksSharedGpu and at least 1. Equal on every rank (from values every rank has).
 inline int autoBlocks(int perGpu, int resident) {
-  if (perGpu <= 1) return resident > 0 && resident < kAutoBlocksOwnGpu ? resident : kAutoBlocksOwnGpu;
+  if (perGpu <= 1)
+    return resident > 0 && resident < kAutoBlocksOwnGpu ? resident : kAutoBlocksOwnGpu;
   if (resident <= 0) return kAutoBlocksSharedGpu;
   const int share = resident / (2 * perGpu);
   return share < 1 ? 1 : share > kAutoBlocksSharedGpu ? kAutoBlocksSharedGpu : share;

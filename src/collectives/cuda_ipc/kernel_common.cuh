@@ -110,13 +110,16 @@ __device__ __forceinline__ bool waitPeers(Chan& ch, uint64_t off, uint64_t delta
 }
 
 // After a barrier that ended the writes being published: one lane per peer stores this rank's
-// round number into that peer's flag `off` (only peer `only` when >= 0).
+// round number into that peer's flag `off` (only peer `only` when >= 0). One release store at
+// system scope, no fence before it: the barrier orders the block's writes before the store
+// (causality order is transitive through bar.sync), and the release makes all of them visible to
+// a peer whose acquire load reads the flag. (NCCL's proxy-free posts use the same pattern: one
+// acq_rel fence at system scope, then the store.)
 __device__ __forceinline__ void signalPeers(Chan& ch, uint64_t off, int only = -1) {
   const int p = ch.c.nranks, me = ch.c.rank;
   if (tid() < p - 1) {
     const int q = (me + 1 + tid()) % p;
     if (only < 0 || q == only) {
-      __threadfence_system();
 #if defined(COCCL_DEVICE_EMULATION) && defined(COCCL_EMU_TRACE)
       if (coccl_emu_trace_on)
         std::fprintf(stderr, "rank %d block %d lane %d: signal off %llu -> rank %d = %llu\n",
@@ -128,7 +131,12 @@ __device__ __forceinline__ void signalPeers(Chan& ch, uint64_t off, int only = -
 }
 
 // Loads the context and this channel's round numbers; false if the communicator already failed
-// or was aborted (the kernel then only poisons its flags).
+// or was aborted (the kernel then only poisons its flags). Only device memory is read here: the
+// error word of this rank's region, which the abort's poison kernel raises too. The host's abort
+// word (host-mapped memory, a PCIe round trip of about a microsecond) is read by the waits, every
+// 64 polls; a kernel that started between the abort and the poison kernel fails at its first
+// wait that does not complete at once (the peers' flags are poisoned), or completes a collective
+// that every peer ran too.
 __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
   {
     const uint32_t* src = reinterpret_cast<const uint32_t*>(g);
@@ -147,8 +155,7 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
         [static_cast<uint64_t>(tid()) * static_cast<uint64_t>(ch.c.nblocks) + ch.b];
   if (tid() == 0) {
     ch.cseq = reinterpret_cast<const uint64_t*>(mine + ch.c.lay.offCseq)[ch.b];
-    if (ch.c.host->abort || *reinterpret_cast<const volatile uint32_t*>(mine + ch.c.lay.offErr))
-      ch.failed = 1;
+    if (*reinterpret_cast<const volatile uint32_t*>(mine + ch.c.lay.offErr)) ch.failed = 1;
   }
   __syncthreads();
   return !ch.failed;
@@ -209,7 +216,6 @@ __device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d) {
     __syncthreads();
     if (tid() < p - 1) {
       const int q = (me + 1 + tid()) % p;
-      __threadfence_system();
       ipc::stReleaseSys(flagAt(ch, q, ch.c.lay.offAgreeFlag, me), n);
     }
     __syncthreads();

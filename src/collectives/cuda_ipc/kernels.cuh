@@ -283,13 +283,28 @@ __device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
   chanEnd(ch);
 }
 
+// Host side: lowers `least` (< 0: none yet) to the number of blocks of kThreads threads of
+// `kernel` that one SM holds at once (0 when the query fails). The residency queries of
+// kernels_exact.cu and kernels_codec.inc (launch.h) take the minimum over their kernels.
+template <class K>
+void leastResident(int& least, K kernel) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, 0) != cudaSuccess) n = 0;
+  least = least < 0 || n < least ? n : least;
+}
+
 // Abort: raises the poison value in every flag this rank would raise at its peers (skipping
 // peers that already poisoned this rank: they may have freed their staging).
 __device__ __forceinline__ void poisonKernelBody(const Ctx* g) {
   __shared__ Chan ch;
   chanBegin(ch, g);
   __syncthreads();
-  if (tid() == 0) ch.failed = 1;
+  if (tid() == 0) {
+    ch.failed = 1;
+    // Kernels of this rank that start later stop in chanBegin (the first failure code wins).
+    atomicCAS(reinterpret_cast<uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr), 0u,
+              static_cast<uint32_t>(kDevAborted));
+  }
   chanEnd(ch);
 }
 

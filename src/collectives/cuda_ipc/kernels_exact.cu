@@ -20,13 +20,6 @@ __global__ void __launch_bounds__(kThreads, 1) p2pKernel(const Ctx* g, const P2P
 
 __global__ void __launch_bounds__(kThreads, 1) poisonKernel(const Ctx* g) { poisonKernelBody(g); }
 
-template <class K>
-void leastResident(int& least, K kernel) {
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, 0) != cudaSuccess) n = 0;
-  least = least < 0 || n < least ? n : least;
-}
-
 }  // namespace
 
 int residentPerSmExact() {
