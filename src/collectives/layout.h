@@ -12,17 +12,21 @@ struct Range {
   size_t count = 0;
 };
 
-// Splits n elements into p contiguous shards whose boundaries are multiples of `align`
-// (a codec block); shards differ by at most one align unit; trailing shards may be empty.
+// Shard r of n elements split into p contiguous shards whose boundaries are multiples of
+// `align` (a codec block); shards differ by at most one align unit; trailing shards may be
+// empty. (No allocation: the device path computes it per call.)
+inline Range balancedShard(size_t n, int p, size_t align, int r) {
+  const size_t units = (n + align - 1) / align;
+  const size_t b = std::min(units * static_cast<size_t>(r) / static_cast<size_t>(p) * align, n);
+  const size_t e =
+      std::min(units * static_cast<size_t>(r + 1) / static_cast<size_t>(p) * align, n);
+  return {b, e - b};
+}
+
+// All p shards of balancedShard.
 inline std::vector<Range> balancedShards(size_t n, int p, size_t align) {
   std::vector<Range> s(p);
-  size_t units = (n + align - 1) / align;
-  for (int r = 0; r < p; ++r) {
-    size_t b = units * r / p * align, e = units * (r + 1) / p * align;
-    b = std::min(b, n);
-    e = std::min(e, n);
-    s[r] = {b, e - b};
-  }
+  for (int r = 0; r < p; ++r) s[r] = balancedShard(n, p, align, r);
   return s;
 }
 

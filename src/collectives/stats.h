@@ -53,6 +53,18 @@ size_t twoShotWireBytes(const std::vector<Range>& shards, int me, BytesOf bytesO
   return wire;
 }
 
+// The same over the balanced shards of n elements (layout.h balancedShard), without building
+// them.
+template <class BytesOf>
+size_t twoShotWireBytes(size_t n, int p, size_t align, int me, BytesOf bytesOf) {
+  size_t wire = 0;
+  for (int j = 0; j < p; ++j) {
+    const size_t b = bytesOf(balancedShard(n, p, align, j).count);
+    wire += j == me ? b * static_cast<size_t>(p - 1) : b;
+  }
+  return wire;
+}
+
 // ReduceScatter (every other owner gets its shard) and direct AllGather (every other rank gets
 // this rank's shard): p-1 payloads of one shard each.
 inline size_t directWireBytes(size_t shardBytes, int nranks) {

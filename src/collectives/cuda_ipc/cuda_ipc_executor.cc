@@ -431,7 +431,7 @@ void CudaIpcExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
                                              static_cast<int>(es), r.dt, r.op, 0,
                                              codec ? &desc : nullptr);
   a.desc = agreeDescOf(r);
-  stats.wireBytesSent = twoShotWireBytes(balancedShards(r.count, p, a.unit), me, [&](size_t n) {
+  stats.wireBytesSent = twoShotWireBytes(r.count, p, a.unit, me, [&](size_t n) {
     return codec ? codec->encodedBytes(n, r.dt) : n * es;
   });
   stats.algorithm = "two-shot";

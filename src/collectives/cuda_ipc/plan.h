@@ -75,8 +75,8 @@ struct Planner {
     uint64_t longest = count;
     if (coll == Coll::AllReduce) {
       longest = 0;
-      for (const auto& s : balancedShards(count, nranks, a.unit))
-        longest = std::max<uint64_t>(longest, s.count);
+      for (int j = 0; j < nranks; ++j)
+        longest = std::max<uint64_t>(longest, balancedShard(count, nranks, a.unit, j).count);
     }
     const uint64_t msg = static_cast<uint64_t>(count) * static_cast<uint64_t>(esize) *
                          (coll == Coll::ReduceScatter ? static_cast<uint64_t>(nranks) : 1);
