@@ -93,13 +93,16 @@ for codec in none fp8_ash_ds; do
       -n "$ITERS" -w 3 -c 0 --codec "$codec" || { note "coccl_perf $t $codec FAILED"; status=1; }
   done
 done
-rows() {  # rows FILE CODEC: size and out-of-place busbw of one sweep
-  awk -v c="$2" '/^### / {on = ($2 == c); next} on && /^ +[0-9]+ +[0-9]+ +bfloat16/ {print $1, $8}' "$1"
+column() {  # column FILE CODEC N: size and column N (8: out-of-place busbw, 6: time) of a sweep
+  awk -v c="$2" -v n="$3" '/^### / {on = ($2 == c); next} on && /^ +[0-9]+ +[0-9]+ +bfloat16/ {print $1, $n}' "$1"
+}
+sidebyside() {  # sidebyside PREFIX CODEC N: base and head of $out/PREFIX_{base,head}.txt, and head/base
+  join <(column "$out/$1_base.txt" "$2" "$3") <(column "$out/$1_head.txt" "$2" "$3") |
+    awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
 }
 for codec in none fp8_ash_ds; do
   note "## coccl_perf all_reduce --mem device, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
-  join <(rows "$out/perf_base.txt" $codec) <(rows "$out/perf_head.txt" $codec) |
-    awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+  sidebyside perf $codec 8
 done
 
 # ---- 2s. small messages: latency (out-of-place time, us), 8 B .. 1 MiB, CUDA IPC, 2 processes --
@@ -110,13 +113,9 @@ for codec in none fp8_ash_ds; do
       -n "$SMALL_ITERS" -w 20 -c 0 --codec "$codec" || { note "coccl_perf small $t $codec FAILED"; status=1; }
   done
 done
-times() {  # times FILE CODEC: size and out-of-place time (us) of one sweep
-  awk -v c="$2" '/^### / {on = ($2 == c); next} on && /^ +[0-9]+ +[0-9]+ +bfloat16/ {print $1, $6}' "$1"
-}
 for codec in none fp8_ash_ds; do
   note "## coccl_perf all_reduce --mem device, 2 procs, bf16, --codec $codec, small: size, time (us) base | head | head/base"
-  join <(times "$out/small_base.txt" $codec) <(times "$out/small_head.txt" $codec) |
-    awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+  sidebyside small $codec 6
 done
 
 # ---- 2b. the same over the NCCL transport (the staged codec pipeline), up to 256 MiB, for each
@@ -132,8 +131,7 @@ for coll in $NCCL_COLLS; do
   done
   for codec in none fp8_ash_ds; do
     note "## coccl_perf $coll --mem device, COCCL_DEVICE_TRANSPORT=nccl, 2 procs, bf16, --codec $codec: size, busbw base | head | head/base"
-    join <(rows "$out/perf_nccl_${coll}_base.txt" $codec) <(rows "$out/perf_nccl_${coll}_head.txt" $codec) |
-      awk '{printf "%12s %10s %10s %6.3f\n", $1, $2, $3, ($2 > 0 ? $3 / $2 : 0)}' >>"$sum"
+    sidebyside "perf_nccl_${coll}" $codec 8
   done
 done
 
