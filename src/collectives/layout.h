@@ -14,8 +14,10 @@ struct Range {
 
 // Shard r of n elements split into p contiguous shards whose boundaries are multiples of
 // `align` (a codec block); shards differ by at most one align unit; trailing shards may be
-// empty. (No allocation: the device path computes it per call.)
-inline Range balancedShard(size_t n, int p, size_t align, int r) {
+// empty. (No allocation: the device path computes it per call.) The arguments in the order of
+// the kernels' dev::balancedShard (collectives/cuda_ipc/kernel_common.cuh), which computes the
+// same shard.
+inline Range balancedShard(size_t n, int p, int r, size_t align) {
   const size_t units = (n + align - 1) / align;
   const size_t b = std::min(units * static_cast<size_t>(r) / static_cast<size_t>(p) * align, n);
   const size_t e =
@@ -26,7 +28,7 @@ inline Range balancedShard(size_t n, int p, size_t align, int r) {
 // All p shards of balancedShard.
 inline std::vector<Range> balancedShards(size_t n, int p, size_t align) {
   std::vector<Range> s(p);
-  for (int r = 0; r < p; ++r) s[r] = balancedShard(n, p, align, r);
+  for (int r = 0; r < p; ++r) s[r] = balancedShard(n, p, r, align);
   return s;
 }
 

@@ -59,7 +59,7 @@ template <class BytesOf>
 size_t twoShotWireBytes(size_t n, int p, size_t align, int me, BytesOf bytesOf) {
   size_t wire = 0;
   for (int j = 0; j < p; ++j) {
-    const size_t b = bytesOf(balancedShard(n, p, align, j).count);
+    const size_t b = bytesOf(balancedShard(n, p, j, align).count);
     wire += j == me ? b * static_cast<size_t>(p - 1) : b;
   }
   return wire;

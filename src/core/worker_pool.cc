@@ -1,8 +1,9 @@
 #include "core/worker_pool.h"
 
-#include <unistd.h>
+#include <pthread.h>
 
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,9 +23,6 @@ struct Worker {
 
 class Pool {
  public:
-  explicit Pool(pid_t owner) : owner_(owner) {}
-  pid_t owner() const { return owner_; }
-
   void run(const std::function<void()>* jobs, size_t n) {
     if (n == 0) return;
     size_t pending = n - 1;
@@ -47,9 +45,16 @@ class Pool {
       }
     }
     wake_.notify_all();
-    jobs[0]();
+    // The workers hold pointers to `pending` and `done`: wait for them even if jobs[0] throws.
+    std::exception_ptr thrown;
+    try {
+      jobs[0]();
+    } catch (...) {
+      thrown = std::current_exception();
+    }
     std::unique_lock<std::mutex> lock(mu_);
     done.wait(lock, [&] { return pending == 0; });
+    if (thrown) std::rethrow_exception(thrown);
   }
 
   size_t size() {
@@ -85,20 +90,31 @@ class Pool {
   std::mutex mu_;
   std::condition_variable wake_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  const pid_t owner_;
 };
 
 // The pool of this process. Never destroyed: idle workers wait on a condition variable and end
 // with the process (no join at exit, so no order of static destructors to get wrong). A child of
-// fork() has none of its parent's threads (and perhaps a mutex locked by one): it leaves the
-// parent's pool untouched and makes its own.
+// fork() has none of its parent's threads, and perhaps a mutex that one of them held: the
+// pthread_atfork handler drops the parent's pool and lock there (leaked, never touched) and the
+// child makes its own on first use.
+std::mutex* g_mu = nullptr;
+Pool* g_pool = nullptr;
+
+void resetInChild() {
+  g_mu = new std::mutex;
+  g_pool = nullptr;
+}
+
 Pool& pool() {
-  static std::mutex mu;
-  static Pool* current = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  const pid_t me = getpid();
-  if (!current || current->owner() != me) current = new Pool(me);
-  return *current;
+  static const bool once = [] {
+    g_mu = new std::mutex;
+    pthread_atfork(nullptr, nullptr, resetInChild);
+    return true;
+  }();
+  (void)once;
+  std::lock_guard<std::mutex> lock(*g_mu);
+  if (!g_pool) g_pool = new Pool();
+  return *g_pool;
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 namespace coccl {
 
 // Runs jobs[0..n) concurrently: jobs[0] on the calling thread, the others on pool workers;
-// returns when every job has returned. Jobs must not throw (wrap them; see group.cc).
+// returns when every job has returned. Jobs must not throw (wrap them; see group.cc): an
+// exception from a worker ends the process; one from jobs[0] is rethrown after the others end.
 void runTogether(const std::function<void()>* jobs, size_t n);
 
 // Workers created so far (for tests).

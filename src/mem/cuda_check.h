@@ -41,7 +41,8 @@ inline bool streamCapturing(cudaStream_t s) {
   return st != cudaStreamCaptureStatusNone;
 }
 
-// Makes `dev` current for the scope (dev < 0: leaves it); restores the previous device. A
+// Makes `dev` current for the scope (dev < 0: leaves it); restores the previous device where it
+// changed it (code inside the scope that switches devices itself restores its own change). A
 // failing cudaSetDevice throws, unless kNoThrow (code that reports errors otherwise).
 class DeviceGuard {
  public:

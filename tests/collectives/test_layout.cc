@@ -19,7 +19,7 @@ TEST(Layout, BalancedShardsCoverTheMessageInWholeUnits) {
         ASSERT_EQ(all.size(), static_cast<size_t>(p));
         size_t next = 0, lo = n, hi = 0;
         for (int r = 0; r < p; ++r) {
-          const Range one = balancedShard(n, p, align, r);
+          const Range one = balancedShard(n, p, r, align);
           EXPECT_EQ(one.begin, all[r].begin);
           EXPECT_EQ(one.count, all[r].count);
           EXPECT_EQ(one.begin, next) << "contiguous";

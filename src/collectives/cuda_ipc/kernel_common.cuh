@@ -49,6 +49,7 @@ __device__ __forceinline__ uint8_t* outboxAt(const Chan& ch, int owner) {
 }
 
 // Records a failure (first one wins in the host-visible state) and marks the block failed.
+// peer -1: no peer (the abort's poison kernel).
 __device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int peer) {
   uint32_t code = r == ipc::WaitResult::Timeout    ? kDevTimeout
                   : r == ipc::WaitResult::Aborted  ? kDevAborted
@@ -111,7 +112,7 @@ __device__ __forceinline__ bool waitPeers(Chan& ch, uint64_t off, uint64_t delta
 
 // After a barrier that ended the writes being published: one lane per peer stores this rank's
 // round number into that peer's flag `off` (only peer `only` when >= 0). One release store at
-// system scope, no fence before it: the barrier orders the block's writes before the store
+// system scope (a fence and the store in one instruction), no separate fence before it: the barrier orders the block's writes before the store
 // (causality order is transitive through bar.sync), and the release makes all of them visible to
 // a peer whose acquire load reads the flag. (NCCL's proxy-free posts use the same pattern: one
 // acq_rel fence at system scope, then the store.)

@@ -299,12 +299,11 @@ __device__ __forceinline__ void poisonKernelBody(const Ctx* g) {
   __shared__ Chan ch;
   chanBegin(ch, g);
   __syncthreads();
-  if (tid() == 0) {
-    ch.failed = 1;
-    // Kernels of this rank that start later stop in chanBegin (the first failure code wins).
-    atomicCAS(reinterpret_cast<uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr), 0u,
-              static_cast<uint32_t>(kDevAborted));
-  }
+  // Raises the error word (kernels of this rank that start later stop in chanBegin) and, when
+  // this is the rank's first failure, publishes it to the host like any other (asyncError then
+  // refuses later calls: an abort of the staged pipeline's mover leaves the communicator broken,
+  // never silently idle).
+  if (tid() == 0) recordFailure(ch, ipc::WaitResult::Aborted, -1);
   chanEnd(ch);
 }
 

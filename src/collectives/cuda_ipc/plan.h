@@ -75,8 +75,10 @@ struct Planner {
     uint64_t longest = count;
     if (coll == Coll::AllReduce) {
       longest = 0;
-      for (int j = 0; j < nranks; ++j)
-        longest = std::max<uint64_t>(longest, balancedShard(count, nranks, a.unit, j).count);
+      for (int j = 0; j < nranks; ++j) {
+        const auto s = ::coccl::balancedShard(count, nranks, j, a.unit);
+        longest = std::max<uint64_t>(longest, s.count);
+      }
     }
     const uint64_t msg = static_cast<uint64_t>(count) * static_cast<uint64_t>(esize) *
                          (coll == Coll::ReduceScatter ? static_cast<uint64_t>(nranks) : 1);
