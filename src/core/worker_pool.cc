@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/log.h"
+
 namespace coccl {
 namespace {
 
@@ -103,6 +105,7 @@ class Pool {
       const std::function<void()>* job = w.job.load();
       lock.unlock();
       (*job)();
+      setLogRank(-1);  // a job's log prefix (an init sets its rank) stays with that job
       lock.lock();
       w.job.store(nullptr);
       w.busy = false;
