@@ -31,14 +31,13 @@ bool spinUntil(Done done) {
   return true;
 }
 
-// One worker: waits for a job, runs it, counts the batch down. `job`, `pending` and `busy` are
-// written with the pool's mutex held; `job` and `pending` are also polled without it.
+// One worker: waits for a job, runs it, counts the batch down. `job` (non-null while the worker
+// is busy) and `pending` are written with the pool's mutex held and also polled without it.
 struct Worker {
   std::thread thread;
-  std::atomic<const std::function<void()>*> job{nullptr};  // set while busy
-  std::atomic<size_t>* pending = nullptr;                  // the batch's count of unfinished jobs
+  std::atomic<const std::function<void()>*> job{nullptr};
+  std::atomic<size_t>* pending = nullptr;  // the batch's count of unfinished jobs
   std::condition_variable* batchDone = nullptr;
-  bool busy = false;
 };
 
 class Pool {
@@ -54,13 +53,12 @@ class Pool {
       std::vector<Worker*> picked;
       picked.reserve(n - 1);
       for (auto& w : workers_)
-        if (!w->busy && picked.size() < n - 1) picked.push_back(w.get());
+        if (!w->job.load() && picked.size() < n - 1) picked.push_back(w.get());
       while (picked.size() < n - 1) picked.push_back(&newWorker());
       for (size_t i = 1; i < n; ++i) {
         Worker& w = *picked[i - 1];
         w.pending = &pending;
         w.batchDone = &done;
-        w.busy = true;
         w.job.store(&jobs[i]);
       }
     }
@@ -108,7 +106,6 @@ class Pool {
       setLogRank(-1);  // a job's log prefix (an init sets its rank) stays with that job
       lock.lock();
       w.job.store(nullptr);
-      w.busy = false;
       if (--*w.pending == 0) w.batchDone->notify_one();
     }
   }

@@ -112,9 +112,10 @@ __device__ __forceinline__ bool waitPeers(Chan& ch, uint64_t off, uint64_t delta
 
 // After a barrier that ended the writes being published: one lane per peer stores this rank's
 // round number into that peer's flag `off` (only peer `only` when >= 0). One release store at
-// system scope (a fence and the store in one instruction), no separate fence before it: the barrier orders the block's writes before the store
-// (causality order is transitive through bar.sync), and the release makes all of them visible to
-// a peer whose acquire load reads the flag. (NCCL's proxy-free posts use the same pattern: one
+// system scope (a fence and the store in one instruction), no separate fence before it: the
+// barrier orders the block's writes before the store (causality order is transitive through
+// bar.sync), and the release makes all of them visible to a peer whose acquire load reads the
+// flag. (NCCL's proxy-free posts use the same pattern: one
 // acq_rel fence at system scope, then the store.)
 __device__ __forceinline__ void signalPeers(Chan& ch, uint64_t off, int only = -1) {
   const int p = ch.c.nranks, me = ch.c.rank;
