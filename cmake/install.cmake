@@ -44,3 +44,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/codec-plugins.md ${PROJECT_SOURCE_DIR}/
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/perf/coccl_perf/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
         RENAME coccl_perf.md)
+
+# The policy guide, the example policies and the measured tables (perf/policy/tuned/: one file
+# per machine and setup measured, docs/policy.md "Measured policies"), under
+# <prefix>/share/coccl/policy (tuned tables in its tuned/ folder).
+install(FILES ${PROJECT_SOURCE_DIR}/docs/policy.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/perf/policy/ DESTINATION ${CMAKE_INSTALL_DATADIR}/coccl/policy
+        FILES_MATCHING PATTERN "*.json")

@@ -534,6 +534,27 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
                                             int* compressed, char* codecName,
                                             size_t codecNameLen);
 
+/* Who runs a collective that `comm` leaves uncompressed, on device buffers: what the deciding
+ * rule of its policy file asks with its "exact" key (docs/policy.md), from a measured table
+ * (perf/scripts/coccl_tune.py) that knows which of the real NCCL and coccl's own kernels is
+ * faster at that size. */
+typedef enum COCCL_ENUM_INT {
+  cocclExactDefault =
+      0,              /* no rule says: COCCL_DEVICE_EXACT decides (the NCCL shim: the real NCCL) */
+  cocclExactNccl = 1, /* the real NCCL */
+  cocclExactCoccl = 2 /* coccl's own kernels (CUDA IPC); the NCCL shim then routes it to coccl */
+} cocclExactPath_t;
+
+/* Writes to *path who runs the call (coll, count, datatype, op: as cocclCommQueryCodec takes
+ * them) when it is not compressed; cocclExactDefault for a call that is compressed, for count 0
+ * and for coll cocclCollSendRecv. Where the path asked for is not there (no NCCL beside CUDA
+ * IPC, or COCCL_DEVICE_TRANSPORT=nccl without coccl's kernels) the other one runs the call.
+ * Does not communicate; any thread while the communicator is alive.
+ * Errors: cocclInvalidArgument (as cocclCommQueryCodec; path NULL). */
+COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_t coll,
+                                                size_t count, cocclDataType_t datatype,
+                                                cocclRedOp_t op, cocclExactPath_t* path);
+
 /* The world ranks of comm's members (cocclConfig_t.worldRank, exchanged at init):
  * worldRanks[r] for each rank r of comm, nranks entries (nranks must be comm's size). A program
  * that builds communicators from others (the NCCL shim's ncclCommSplit) passes a member's entry

@@ -1,9 +1,14 @@
 // Collectives and point-to-point. An AllReduce, ReduceScatter, AllGather, Send or Recv goes to
 // coccl when coccl says it would compress it (cocclCommQueryCodec: the coccl communicator's own
 // codec policy - its policy file's rules (COCCL_POLICY), then COCCL_CODEC_<COLL> / COCCL_CODEC /
-// COCCL_CODEC_SENDRECV, COCCL_COMPRESS_MIN_BYTES, SUM/AVG on fp32/fp16/bf16); every other call
-// goes to the real NCCL, on the communicator's real half, unchanged. Both ends of a message ask
-// the same policy entry with the same count and type, so they decide alike.
+// COCCL_CODEC_SENDRECV, COCCL_COMPRESS_MIN_BYTES, SUM/AVG on fp32/fp16/bf16), and an uncompressed
+// collective on device buffers goes to coccl when the deciding policy rule gives it to coccl's
+// own kernels ("exact": "coccl", cocclCommQueryExactPath: a measured table found them faster
+// than NCCL at that size); every other call goes to the real NCCL, on the communicator's real
+// half, unchanged. Both ends of a message ask the same policy entry with the same count and
+// type, so they decide alike.
+#include <cstdio>
+
 #include "shim.h"
 
 namespace shim {
@@ -46,12 +51,32 @@ bool compressed(const CollOp& o, char* codec, size_t codecLen) {
   return true;
 }
 
+// Whether coccl's policy gives this uncompressed collective on device buffers to coccl's own
+// kernels. A question coccl rejects goes to NCCL.
+bool exactOnCoccl(const CollOp& o) {
+  if (!o.comm->coccl || o.comm->cocclDev < 0 || o.kind == Coll::Send || o.kind == Coll::Recv)
+    return false;
+  const cocclCollKind_t kind = o.kind == Coll::AllReduce       ? cocclCollAllReduce
+                               : o.kind == Coll::ReduceScatter ? cocclCollReduceScatter
+                                                               : cocclCollAllGather;
+  cocclExactPath_t path = cocclExactDefault;
+  if (cocclCommQueryExactPath(o.comm->coccl, kind, o.count, static_cast<cocclDataType_t>(o.type),
+                              static_cast<cocclRedOp_t>(o.op), &path) != cocclSuccess ||
+      path != cocclExactCoccl)
+    return false;
+  // Device buffers only (host buffers stay with NCCL as before).
+  return isDeviceMemory(o.recv) && (o.send == o.recv || isDeviceMemory(o.send));
+}
+
 ncclResult_t collective(CollOp op, ncclComm_t comm) {
   ncclResult_t code;
   op.comm = usable(comm, collName(op.kind), &code);
   if (!op.comm) return code;
   char codec[256] = "";
-  if (!compressed(op, codec, sizeof(codec))) return runReal(op);
+  if (!compressed(op, codec, sizeof(codec))) {
+    if (!exactOnCoccl(op)) return runReal(op);
+    std::snprintf(codec, sizeof(codec), "none, on coccl's kernels");
+  }
   logf(3, "%s of %zu elements of type %d%s: coccl (%s)", collName(op.kind), op.count, op.type,
        op.peer >= 0 ? " with a peer" : "", codec);
   if (inGroup()) {

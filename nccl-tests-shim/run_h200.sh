@@ -5,7 +5,10 @@
 #      system NCCL;
 #   3. runs all_reduce / reduce_scatter / all_gather / broadcast _perf, LD_PRELOADing the shim:
 #      "nccl" (no shim, the baseline), "passthrough" (shim, COCCL_CODEC unset: everything goes to
-#      NCCL, data checked with -c 1) and "compressed" (COCCL_CODEC=$CODEC, -c 0: lossy);
+#      NCCL, data checked with -c 1) and "compressed" (COCCL_CODEC=$CODEC, -c 0: lossy); on
+#      request "exact_coccl" (shim, a policy giving every uncompressed collective to coccl's
+#      kernels, -c 1) and "tuned" (shim, COCCL_POLICY=$POLICY, e.g. coccl_tune's table, -c 0),
+#      then best_of.py: per size, tuned against the best of nccl / exact_coccl / compressed;
 #   4. runs torch_check.py (PyTorch through the shim) in both modes.
 # Logs go to $OUT (or $2, or ./shim-out). Exit status: non-zero if any step failed.
 # usage: nccl-tests-shim/run_h200.sh NCCL_TESTS_SRC [OUT_DIR]
@@ -13,7 +16,9 @@
 #      UCX_INCLUDE=dir               headers ucp/ ucs/ uct/ ucm/ when libucx-dev is missing and
 #                                    the checkout has no .ucx/ (dpkg -x of libucx-dev, which
 #                                    coccl's CMake finds by itself)
-#      STEPS=nccl,passthrough,compressed,torch  which runs, commas or spaces (the builds always happen)
+#      STEPS=nccl,passthrough,compressed,torch  which runs, commas or spaces (the builds always
+#                 happen); also exact_coccl, tuned (needs POLICY=file)
+#      COMPRESS_MIN_BYTES  COCCL_COMPRESS_MIN_BYTES of the compressed runs (default: coccl's)
 #      NP=2 CODEC=fp8_ash_ds MAXBYTES=64M NCCL_TESTS_DEVICE=0 RUN_TIMEOUT=300 (s per run)
 #      TESTS="all_reduce reduce_scatter all_gather broadcast"  COMPRESSED_TYPES="float bfloat16"
 #      USE_MPS=1  start a private MPS control daemon for the runs (stopped at exit): without
@@ -135,12 +140,40 @@ if want compressed; then
   step "compressed: shim preloaded, COCCL_CODEC=$CODEC"
   for dt in "${ctypes[@]}"; do
     for t in "${tests[@]}"; do
-      run compressed "$t" "$dt" 0 -x LD_PRELOAD="$COCCL_SHIM" -x COCCL_CODEC="$CODEC"
+      run compressed "$t" "$dt" 0 -x LD_PRELOAD="$COCCL_SHIM" -x COCCL_CODEC="$CODEC" \
+        ${COMPRESS_MIN_BYTES:+-x COCCL_COMPRESS_MIN_BYTES=$COMPRESS_MIN_BYTES}
     done
   done
   if grep -l "no device path" "$out"/compressed_*.log >/dev/null 2>&1; then
     note "NOTE: coccl has no device path in this build: GPU buffers went to NCCL uncompressed"
   fi
+fi
+
+if want exact_coccl; then
+  step "exact_coccl: shim preloaded, every uncompressed collective on coccl's kernels"
+  echo '{"rules": [{"codec": "none", "exact": "coccl"}]}' >"$out/exact_coccl_policy.json"
+  for dt in "${ctypes[@]}"; do
+    for t in "${tests[@]}"; do
+      [ "$t" = broadcast ] && continue  # always NCCL's
+      run exact_coccl "$t" "$dt" 1 -x LD_PRELOAD="$COCCL_SHIM" \
+        -x COCCL_POLICY="$out/exact_coccl_policy.json"
+    done
+  done
+fi
+if want tuned; then
+  step "tuned: shim preloaded, COCCL_POLICY=${POLICY:?tuned needs POLICY=file}"
+  for dt in "${ctypes[@]}"; do
+    for t in "${tests[@]}"; do
+      [ "$t" = broadcast ] && continue
+      run tuned "$t" "$dt" 0 -x LD_PRELOAD="$COCCL_SHIM" -x COCCL_POLICY="$(readlink -f "$POLICY")"
+      alone=()
+      for m in nccl exact_coccl compressed; do
+        [ -f "$out/${m}_${t}_${dt}.log" ] && alone+=("$m=$out/${m}_${t}_${dt}.log")
+      done
+      python3 "$here/best_of.py" "$out/tuned_${t}_${dt}.log" "${alone[@]}" \
+        | tee "$out/best_of_${t}_${dt}.txt" | tail -1 | tee -a "$out/summary.txt"
+    done
+  done
 fi
 
 # ---- 4. PyTorch ------------------------------------------------------------------------------

@@ -1,24 +1,32 @@
 #!/usr/bin/env python3
-"""coccl_tune: measures where each allowed codec pays on this machine and writes a codec policy
-file (docs/policy.md's format) that coccl loads with COCCL_POLICY=<file>.
+"""coccl_tune: measures where each allowed codec, and each exact path, pays on this machine and
+writes a codec policy file (docs/policy.md's format) that coccl loads with COCCL_POLICY=<file>.
 
-For every (collective, dtype) it runs coccl_perf once with the exact path (--codec none) and once
-per allowed codec over the same sizes, side by side in one invocation, and keeps per size the
-fastest out-of-place time: a codec is chosen at a size only when its time times --margin is
-below the exact time (margin 1.05: at least 5% faster). Runs of consecutive sizes with the same
-choice become one rule with a byte range: a range starts at the first measured size of its run,
-sizes below the smallest measured one stay exact, sizes above the largest take the largest's
+For every (collective, dtype) it runs coccl_perf over the same sizes, side by side in one
+invocation: once per exact path (--exact: "default" is the communicator's own choice; "nccl" and
+"coccl" set COCCL_DEVICE_EXACT so that the real NCCL or coccl's own kernels run the uncompressed
+calls) and once per allowed codec, and keeps per size the fastest out-of-place time. The fastest
+exact path wins among the exact ones; a codec wins a size only when its time times --margin is
+below that (margin 1.05: at least 5% faster). Runs of consecutive sizes with the same choice
+become one rule with a byte range (a rule says "exact": "nccl"|"coccl" when more than one exact
+path was measured): a range starts at the first measured size of its run, sizes below the
+smallest measured one take the smallest's exact path, sizes above the largest take the largest's
 choice. Every rule names `nranks` (the world size measured), so a communicator of another size
 falls through to the environment's default rule. Pointing COCCL_POLICY at the file is the
 opt-in: it compresses only where a codec was measured faster, and only with the codecs listed.
 
+--check then runs coccl_perf once more with the file (--codec policy) and prints, per size, its
+time against the best variant measured alone (the policy's goal: >= 0.95x everywhere).
+
 usage: coccl_tune.py --perf PATH/coccl_perf --out policy.json
-         [--ranks 4 (threads of one process) | --launch "CMD ..." (e.g. an mpirun line; the
-          coccl_perf arguments are appended)] [--mem host|device] [--colls all_reduce,...]
-         [--dtypes bfloat16,float] [--codecs fp8_ash_ds,int8] [--min 64K] [--max 256M]
-         [--iters 5] [--margin 1.05]
-       coccl_tune.py --from-json none.json codec.json ... --out policy.json  (offline: from
-         coccl_perf -J files already measured, the first one the exact path)
+         [--ranks 4 (threads of one process) | --launch "CMD ..." (e.g. an mpirun line with
+          -x COCCL_DEVICE_EXACT -x COCCL_POLICY; the coccl_perf arguments are appended)]
+         [--mem host|device] [--colls all_reduce,...] [--dtypes bfloat16,float]
+         [--codecs fp8_ash_ds,int8] [--exact default | coccl,nccl] [--min 64K] [--max 256M]
+         [--factor 2] [--iters 5] [--margin 1.05] [--check]
+       coccl_tune.py --from-json [PATH=]exact.json ... codec.json ... --out policy.json
+         (offline, from coccl_perf -J files measured before: the exact ones first, each
+          labelled with its path (nccl=a.json coccl=b.json) or one unlabelled; then the codecs)
 """
 import argparse
 import datetime
@@ -35,57 +43,91 @@ POLICY_COLL = {"all_reduce": "allreduce", "reduce_scatter": "reducescatter",
 POLICY_DTYPE = {"bfloat16": "bf16", "half": "fp16", "float": "fp32"}
 
 
-def measure(a, coll, dtype, codec, path):
-    args = [coll, "-b", a.min, "-e", a.max, "-f", "2", "-n", str(a.iters), "-w", "1",
+EXACT_PATHS = ("default", "nccl", "coccl")
+
+
+def measure(a, coll, dtype, codec, path, exact="default", policy=None):
+    args = [coll, "-b", a.min, "-e", a.max, "-f", str(a.factor), "-n", str(a.iters), "-w", "1",
             "-d", dtype, "-c", "0", "--codec", codec, "--mem", a.mem, "-J", path]
     cmd = shlex.split(a.launch) + [a.perf] + args if a.launch else [a.perf, "-t", str(a.ranks)] + args
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = dict(os.environ)
+    env.pop("COCCL_POLICY", None)
+    if exact != "default":
+        env["COCCL_DEVICE_EXACT"] = exact
+    if policy:
+        env["COCCL_POLICY"] = policy
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if r.returncode != 0 or not os.path.exists(path):
         sys.exit(f"coccl_tune: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}")
-    return load(path)
+    return load(path, exact)
 
 
-def load(path):
+def load(path, exact="default"):
     with open(path) as f:
         d = json.load(f)
     rows = {(r["type"], r["size"]): r["out_of_place"]["time"] for r in d["results"]}
     return {"collective": d["collective"], "nranks": d["config"]["nranks"],
-            "codec": d["config"]["codec"]["spec"], "rows": rows}
+            "codec": d["config"]["codec"]["spec"], "exact": exact, "rows": rows}
 
 
-def choose(exact, codecs, margin):
-    """Per (dtype, size): the codec spec to use, or 'none'. exact/codecs: load()'s dicts."""
+def choose(exacts, codecs, margin):
+    """Per (dtype, size): (codec spec or 'none', exact path). exacts: one load() table or a list
+    of them (one per exact path, the first wins ties); codecs: load()'s tables."""
+    if isinstance(exacts, dict):
+        exacts = [exacts]
     out = {}
-    for key, t_none in sorted(exact["rows"].items()):
-        best, best_t = "none", t_none
+    for key in sorted(exacts[0]["rows"]):
+        path, t_exact = exacts[0]["exact"], exacts[0]["rows"][key]
+        for e in exacts[1:]:
+            t = e["rows"].get(key)
+            if t is not None and t < t_exact:
+                path, t_exact = e["exact"], t
+        best, best_t = "none", t_exact
         for c in codecs:
             t = c["rows"].get(key)
-            if t is not None and t * margin < t_none and t < best_t:
+            if t is not None and t * margin < t_exact and t < best_t:
                 best, best_t = c["codec"], t
-        out[key] = best
+        out[key] = (best, path)
     return out
 
 
 def rules(coll, nranks, choice):
-    """Policy rules (dicts) for one collective from choose()'s per-(dtype, size) picks."""
+    """Policy rules (dicts) for one collective from choose()'s per-(dtype, size) picks (a pick
+    is (codec, exact path); a bare codec string means the default path)."""
     out = []
-    for dtype in sorted({d for d, _ in choice}):
-        runs = []  # [codec, first size]
-        for s in sorted(s for d, s in choice if d == dtype):
-            if not runs or runs[-1][0] != choice[(dtype, s)]:
-                runs.append([choice[(dtype, s)], s])
-        if runs[0][0] == "none":
+    pick = {k: (v, "default") if isinstance(v, str) else tuple(v) for k, v in choice.items()}
+    for dtype in sorted({d for d, _ in pick}):
+        runs = []  # [(codec, exact), first size]
+        for s in sorted(s for d, s in pick if d == dtype):
+            if not runs or runs[-1][0] != pick[(dtype, s)]:
+                runs.append([pick[(dtype, s)], s])
+        if runs[0][0][0] == "none":
             runs[0][1] = None  # exact also below the smallest size measured
         else:
-            runs.insert(0, ["none", None])
-        for i, (c, lo) in enumerate(runs):
+            runs.insert(0, [("none", runs[0][0][1]), None])
+        for i, ((c, path), lo) in enumerate(runs):
             hi = runs[i + 1][1] if i + 1 < len(runs) else None
             r = {"nranks": nranks, "collective": POLICY_COLL[coll],
                  "dtype": POLICY_DTYPE.get(dtype, dtype), "codec": c}
             b = {k: v for k, v in (("from", lo), ("below", hi)) if v is not None}
             if b:
                 r["bytes"] = b
+            if path != "default":
+                r["exact"] = path
             out.append(r)
+    return out
+
+
+def check_rows(variants, policy):
+    """Per (dtype, size) measured under the policy: (size, dtype, best variant, its time, the
+    policy's time, best / policy)."""
+    out = []
+    for key, t_pol in sorted(policy["rows"].items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        alone = [(v["rows"][key], label) for label, v in variants if key in v["rows"]]
+        if not alone:
+            continue
+        t_best, label = min(alone)
+        out.append((key[1], key[0], label, t_best, t_pol, t_best / t_pol if t_pol > 0 else 0.0))
     return out
 
 
@@ -98,8 +140,28 @@ def write(path, all_rules, note):
         f.write("\n".join(lines) + "\n")
 
 
+def label(t):
+    return t["codec"] if t["codec"] != "none" else f"exact:{t['exact']}"
+
+
+def from_json(items):
+    """--from-json arguments: exact tables (PATH=file, or the first unlabelled one) and codecs."""
+    exacts, codecs = [], []
+    for i, item in enumerate(items):
+        path, sep, f = item.partition("=")
+        if sep and path in EXACT_PATHS:
+            exacts.append(load(f, path))
+        elif i == 0 and "=" not in item:
+            exacts.append(load(item))
+        else:
+            codecs.append(load(item))
+    if not exacts:
+        sys.exit("coccl_tune: --from-json needs an exact table first (FILE or PATH=FILE)")
+    return exacts, codecs
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--perf")
     ap.add_argument("--out", required=True)
     ap.add_argument("--ranks", type=int, default=4)
@@ -108,34 +170,59 @@ def main():
     ap.add_argument("--colls", default="all_reduce,reduce_scatter,all_gather")
     ap.add_argument("--dtypes", default="bfloat16,float")
     ap.add_argument("--codecs", default="fp8_ash_ds,int8")
+    ap.add_argument("--exact", default="default")
     ap.add_argument("--min", default="64K")
     ap.add_argument("--max", default="256M")
+    ap.add_argument("--factor", type=int, default=2)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--margin", type=float, default=1.05)
+    ap.add_argument("--check", action="store_true")
     ap.add_argument("--from-json", nargs="+", default=None)
     a = ap.parse_args()
+    paths = [p for p in a.exact.split(",") if p]
+    bad = [p for p in paths if p not in EXACT_PATHS]
+    if bad or not paths:
+        sys.exit(f"coccl_tune: --exact takes {', '.join(EXACT_PATHS)} (comma-separated), not {a.exact}")
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     note = [f"coccl_tune {when} on {platform.node()}: margin {a.margin}, "
             "out-of-place times of coccl_perf, side by side", "command: " + " ".join(sys.argv)]
     all_rules = []
     if a.from_json:
-        exact, *codecs = [load(p) for p in a.from_json]
-        all_rules = rules(exact["collective"], exact["nranks"], choose(exact, codecs, a.margin))
-    else:
-        if not a.perf:
-            sys.exit("coccl_tune: --perf PATH (coccl_perf) is required without --from-json")
-        with tempfile.TemporaryDirectory() as tmp:
-            for coll in a.colls.split(","):
-                for dtype in a.dtypes.split(","):
-                    exact = measure(a, coll, dtype, "none", f"{tmp}/none.json")
-                    codecs = [measure(a, coll, dtype, c, f"{tmp}/{i}.json")
-                              for i, c in enumerate(a.codecs.split(","))]
-                    choice = choose(exact, codecs, a.margin)
-                    all_rules += rules(coll, exact["nranks"], choice)
-                    picks = ", ".join(f"{s}:{c}" for (_, s), c in sorted(choice.items()))
-                    note.append(f"{coll} {dtype} nranks {exact['nranks']} {a.mem}: {picks}")
-    write(a.out, all_rules, note)
-    print(f"coccl_tune: wrote {len(all_rules)} rules to {a.out}")
+        exacts, codecs = from_json(a.from_json)
+        all_rules = rules(exacts[0]["collective"], exacts[0]["nranks"],
+                          choose(exacts, codecs, a.margin))
+        write(a.out, all_rules, note)
+        print(f"coccl_tune: wrote {len(all_rules)} rules to {a.out}")
+        return
+    if not a.perf:
+        sys.exit("coccl_tune: --perf PATH (coccl_perf) is required without --from-json")
+    measured = []  # (coll, dtype, [(label, table)])
+    with tempfile.TemporaryDirectory() as tmp:
+        for coll in a.colls.split(","):
+            for dtype in a.dtypes.split(","):
+                exacts = [measure(a, coll, dtype, "none", f"{tmp}/none-{p}.json", p) for p in paths]
+                codecs = [measure(a, coll, dtype, c, f"{tmp}/{i}.json")
+                          for i, c in enumerate(a.codecs.split(",")) if c]
+                choice = choose(exacts, codecs, a.margin)
+                all_rules += rules(coll, exacts[0]["nranks"], choice)
+                picks = ", ".join(f"{s}:{c}" + (f"@{p}" if p != "default" else "")
+                                  for (_, s), (c, p) in sorted(choice.items()))
+                note.append(f"{coll} {dtype} nranks {exacts[0]['nranks']} {a.mem}: {picks}")
+                measured.append((coll, dtype, [(label(t), t) for t in exacts + codecs]))
+        write(a.out, all_rules, note)
+        print(f"coccl_tune: wrote {len(all_rules)} rules to {a.out}")
+        if not a.check:
+            return
+        worst = None
+        print("coccl_tune --check: the policy's out-of-place time against the best variant alone")
+        print(f"{'collective':>14} {'type':>9} {'size':>11} {'best alone':>16} {'t_best(us)':>11} "
+              f"{'t_policy(us)':>12} {'best/policy':>11}")
+        for coll, dtype, variants in measured:
+            pol = measure(a, coll, dtype, "policy", f"{tmp}/policy.json", policy=a.out)
+            for size, typ, lab, tb, tp, ratio in check_rows(variants, pol):
+                print(f"{coll:>14} {typ:>9} {size:>11} {lab:>16} {tb:>11.2f} {tp:>12.2f} {ratio:>11.3f}")
+                worst = ratio if worst is None else min(worst, ratio)
+        print(f"coccl_tune --check: lowest best/policy ratio {worst:.3f}")
 
 
 if __name__ == "__main__":

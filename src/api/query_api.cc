@@ -21,6 +21,35 @@ void copyOut(const std::string& s, char* out, size_t len, const char* what) {
   std::memcpy(out, s.c_str(), s.size() + 1);
 }
 
+// The policy's choice for a call as the collectives ask it (argument checks included).
+CodecPolicy::Choice queryChoice(cocclComm_t comm, cocclCollKind_t coll, size_t count,
+                                cocclDataType_t datatype, cocclRedOp_t op) {
+  checkLiveComm(comm);
+  COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
+  const int k = static_cast<int>(coll);
+  COCCL_CHECK_ARG(k >= 0 && k < cocclNumCollKinds, "invalid collective kind %d (valid: 0..%d)", k,
+                  cocclNumCollKinds - 1);
+  COCCL_CHECK_ARG(dtypeValid(datatype), "invalid data type %d (valid: 0..%d)",
+                  static_cast<int>(datatype), cocclNumTypes - 1);
+  // As cocclAllGather / cocclSend ask the policy (the op is not theirs).
+  if (coll == cocclCollAllGather || coll == cocclCollSendRecv) op = cocclSum;
+  COCCL_CHECK_ARG(static_cast<int>(op) >= 0 && op < cocclNumOps,
+                  "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op), cocclNumOps - 1);
+  const Communicator& c = *comm->impl;
+  // The bytes the collectives hand the policy: the whole message (all ranks' blocks for
+  // ReduceScatter and AllGather).
+  const size_t ranks =
+      coll == cocclCollAllReduce || coll == cocclCollSendRecv ? 1 : static_cast<size_t>(c.nranks());
+  const size_t es = dtypeSize(datatype);
+  COCCL_CHECK_ARG(count <= SIZE_MAX / ranks / es, "count %zu x %zu ranks overflows", count, ranks);
+  const CollKind kind = coll == cocclCollAllReduce       ? CollKind::AllReduce
+                        : coll == cocclCollReduceScatter ? CollKind::ReduceScatter
+                        : coll == cocclCollAllGather     ? CollKind::AllGather
+                                                         : CollKind::Send;
+  if (count == 0) return CodecPolicy::Choice{};
+  return c.policy().choose(kind, datatype, op, count * ranks * es, nullptr);
+}
+
 }  // namespace
 
 extern "C" {
@@ -31,36 +60,23 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
                                             size_t codecNameLen) {
   return guarded(nullptr, "cocclCommQueryCodec", [&] {
     COCCL_CHECK_ARG(comm && compressed, "comm or compressed is NULL");
-    checkLiveComm(comm);
-    COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
-    const int k = static_cast<int>(coll);
-    COCCL_CHECK_ARG(k >= 0 && k < cocclNumCollKinds, "invalid collective kind %d (valid: 0..%d)",
-                    k, cocclNumCollKinds - 1);
-    COCCL_CHECK_ARG(dtypeValid(datatype), "invalid data type %d (valid: 0..%d)",
-                    static_cast<int>(datatype), cocclNumTypes - 1);
-    // As cocclAllGather / cocclSend ask the policy (the op is not theirs).
-    if (coll == cocclCollAllGather || coll == cocclCollSendRecv) op = cocclSum;
-    COCCL_CHECK_ARG(static_cast<int>(op) >= 0 && op < cocclNumOps,
-                    "invalid reduction op %d (valid: 0..%d)", static_cast<int>(op),
-                    cocclNumOps - 1);
-    const Communicator& c = *comm->impl;
-    // The bytes the collectives hand the policy: the whole message (all ranks' blocks for
-    // ReduceScatter and AllGather).
-    const size_t ranks = coll == cocclCollAllReduce || coll == cocclCollSendRecv
-                             ? 1
-                             : static_cast<size_t>(c.nranks());
-    const size_t es = dtypeSize(datatype);
-    COCCL_CHECK_ARG(count <= SIZE_MAX / ranks / es, "count %zu x %zu ranks overflows", count,
-                    ranks);
-    const CollKind kind = coll == cocclCollAllReduce       ? CollKind::AllReduce
-                          : coll == cocclCollReduceScatter ? CollKind::ReduceScatter
-                          : coll == cocclCollAllGather     ? CollKind::AllGather
-                                                           : CollKind::Send;
-    const Codec* codec =
-        count == 0 ? nullptr : c.policy().select(kind, datatype, op, count * ranks * es, nullptr);
+    const Codec* codec = queryChoice(comm, coll, count, datatype, op).codec;
     if (codecName) copyOut(codec ? codec->spec() : std::string("none"), codecName, codecNameLen,
                            "the codec name");
     *compressed = codec ? 1 : 0;
+  });
+}
+
+COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_t coll,
+                                                size_t count, cocclDataType_t datatype,
+                                                cocclRedOp_t op, cocclExactPath_t* path) {
+  return guarded(nullptr, "cocclCommQueryExactPath", [&] {
+    COCCL_CHECK_ARG(comm && path, "comm or path is NULL");
+    const CodecPolicy::Choice ch = queryChoice(comm, coll, count, datatype, op);
+    *path = ch.codec || coll == cocclCollSendRecv ? cocclExactDefault
+            : ch.exact == ExactPath::Nccl         ? cocclExactNccl
+            : ch.exact == ExactPath::Coccl        ? cocclExactCoccl
+                                                  : cocclExactDefault;
   });
 }
 

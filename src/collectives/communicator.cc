@@ -105,7 +105,7 @@ Communicator::Communicator(const BootstrapHandle& handle, int rank, int nranks,
   auto host = std::make_unique<HostExecutor>(ctx_);
   host_ = host.get();
   executors_.push_back(std::move(host));
-  DeviceExecutors dev = probeDeviceExecutors(ctx_);
+  DeviceExecutors dev = probeDeviceExecutors(ctx_, policy_.asksForNcclExact());
   deviceOff_ = dev.list.empty() ? dev.reason : "";
   for (auto& x : dev.list) executors_.push_back(std::move(x));
   // Everyone's endpoints exist before anyone sends.
@@ -197,6 +197,7 @@ void Communicator::run(CollRequest r) {
     choice = policy_.choose(r.coll, r.dt, r.op, bytes, r.codec);
   r.codec = choice.codec;
   r.interCodec = choice.inter;
+  r.exact = choice.exact;
   r.mem = kindOf(r, rank());
   Executor& x = route(r);
   beginStats(bytes, r.codec);

@@ -16,7 +16,7 @@ namespace coccl {
 
 bool deviceExecutorsBuilt() { return true; }
 
-DeviceExecutors probeDeviceExecutors(CommContext& c) {
+DeviceExecutors probeDeviceExecutors(CommContext& c, bool ncclExactAsked) {
   DeviceExecutors d;
   const CommConfig& cfg = c.config();
   const int p = c.nranks();
@@ -88,14 +88,19 @@ DeviceExecutors probeDeviceExecutors(CommContext& c) {
   }
   // The exact operations over the real NCCL: asked for, or (auto) when every rank has its own
   // GPU (NCCL refuses two ranks on one GPU; over NVLink its collectives beat coccl's exact
-  // kernels, perf/RESULTS.md). The probe agrees across ranks: on everywhere or nowhere.
-  if (p > 1 && (exCode == 2 || (exCode == 0 && !sharedGpu && allDevices))) {
+  // kernels, perf/RESULTS.md). Or a policy rule asks for it for some calls (it then takes only
+  // those), unless COCCL_DEVICE_EXACT=coccl keeps it off (the NCCL shim does: it sends those
+  // calls to its own NCCL communicator). The probe agrees across ranks: on everywhere or nowhere.
+  const bool byDefault = exCode == 2 || (exCode == 0 && !sharedGpu && allDevices);
+  if (p > 1 && (byDefault || (ncclExactAsked && exCode != 1))) {
     std::string whyExact;
-    if (auto x = NcclExecutor::probe(c, dev, /*exactOnly=*/true, &whyExact))
+    if (auto x = NcclExecutor::probe(c, dev, /*exactOnly=*/true, &whyExact)) {
+      x->setTakesDefaultExact(byDefault);
       d.list.push_back(std::move(x));
-    else if (exCode == 2)
-      COCCL_WARN("COCCL_DEVICE_EXACT=nccl: %s; coccl's kernels run the uncompressed "
-                 "operations", whyExact.c_str());
+    } else if (exCode == 2 || ncclExactAsked)
+      COCCL_WARN("%s: %s; coccl's kernels run the uncompressed operations",
+                 exCode == 2 ? "COCCL_DEVICE_EXACT=nccl" : "a policy rule's \"exact\": \"nccl\"",
+                 whyExact.c_str());
     else
       COCCL_INFO(kLogInit, "uncompressed device operations on coccl's kernels (%s)",
                  whyExact.c_str());

@@ -8,6 +8,10 @@
 //   peer's region; with it, the NCCL executor for the exact operations (exact-only) when
 //   COCCL_DEVICE_EXACT=nccl, or auto and every rank has its own GPU. auto without CUDA IPC:
 //   the NCCL executor for everything when every rank has a CUDA device.
+// `ncclExactAsked` (CodecPolicy::asksForNcclExact, agreed with the policy): a policy rule gives
+// some uncompressed calls to the real NCCL, so beside CUDA IPC the exact-only NCCL executor
+// comes up also where the default would not have it (it then takes only those calls), except
+// under COCCL_DEVICE_EXACT=coccl (coccl's kernels then run those calls too).
 #pragma once
 
 #include <memory>
@@ -24,7 +28,7 @@ struct DeviceExecutors {
   std::string reason;                           // why the list is empty
 };
 
-DeviceExecutors probeDeviceExecutors(CommContext& ctx);
+DeviceExecutors probeDeviceExecutors(CommContext& ctx, bool ncclExactAsked);
 
 // True when this library was built with the device executors.
 bool deviceExecutorsBuilt();

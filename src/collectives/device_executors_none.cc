@@ -3,7 +3,7 @@
 
 namespace coccl {
 
-DeviceExecutors probeDeviceExecutors(CommContext&) {
+DeviceExecutors probeDeviceExecutors(CommContext&, bool) {
   DeviceExecutors d;
   d.reason = "this coccl was built without CUDA";
   return d;

@@ -65,34 +65,42 @@ bool CodecPolicy::compressible(const Codec* c, CollKind kind, cocclDataType_t dt
 
 CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op,
                                         size_t bytes, const Codec* forced) const {
-  Choice none;
   if (forced) {
-    if (!compressible(forced, kind, dt, op)) return none;
+    if (!compressible(forced, kind, dt, op)) return Choice{};
     return Choice{forced, nullptr, forced->name()};
   }
   const unsigned bit = kindBit(kind);
   const int t = static_cast<int>(dt);
-  if (!bit || !dtypeValid(t)) return none;
+  if (!bit || !dtypeValid(t)) return Choice{};
   const uint64_t b = bytes;
   for (const Rule& r : rules_) {
     const PolicyRule& m = r.match;
     if (!(m.colls & bit) || !(m.dtypes >> t & 1u) || b < m.bytesFrom || b >= m.bytesBelow)
       continue;
-    // The first match decides.
+    // The first match decides, also where it leaves the call exact (and says by whom).
+    Choice exact;
+    exact.exact = m.exact;
     const PolicyEntry& e = m.entry;
     const Codec* c = e.codec.get();
-    if (!compressible(c, kind, dt, op)) return none;
-    if (e.inter && !compressible(e.inter.get(), kind, dt, op)) return none;
-    if (static_cast<int64_t>(bytes) < r.minBytes) return none;
+    if (!compressible(c, kind, dt, op)) return exact;
+    if (e.inter && !compressible(e.inter.get(), kind, dt, op)) return exact;
+    if (static_cast<int64_t>(bytes) < r.minBytes) return exact;
     // A codec that does not shrink this payload (e.g. 16-bit codes of bf16 input) only adds
     // work.
     const size_t es = dtypeSize(dt);
-    if (es && c->encodedBytes(bytes / es, dt) >= bytes) return none;
+    if (es && c->encodedBytes(bytes / es, dt) >= bytes) return exact;
     // A two-level entry serves AllGather (and Send/Recv) with its intra codec alone.
     const bool twoLevel = e.inter && (kind == CollKind::AllReduce || kind == CollKind::ReduceScatter);
-    return Choice{c, twoLevel ? e.inter.get() : nullptr, twoLevel ? e.hier.c_str() : c->name()};
+    return Choice{c, twoLevel ? e.inter.get() : nullptr, twoLevel ? e.hier.c_str() : c->name(),
+                  m.exact};
   }
-  return none;
+  return Choice{};
+}
+
+bool CodecPolicy::asksForNcclExact() const {
+  for (const Rule& r : rules_)
+    if (r.match.exact == ExactPath::Nccl) return true;
+  return false;
 }
 
 std::vector<std::string> CodecPolicy::describe() const {
@@ -100,7 +108,10 @@ std::vector<std::string> CodecPolicy::describe() const {
   for (const Rule& r : rules_)
     out.push_back(r.source + ": " + r.match.callText() + ": " + r.match.entry.spec() +
                   (r.match.entry.codec ? " from " + bytesText(static_cast<uint64_t>(r.minBytes))
-                                       : std::string()));
+                                       : std::string()) +
+                  (r.match.exact != ExactPath::Default
+                       ? std::string(" exact on ") + exactPathName(r.match.exact)
+                       : std::string()));
   return out;
 }
 

@@ -43,6 +43,8 @@ class CodecPolicy {
     const Codec* codec = nullptr;  // nullptr: exact
     const Codec* inter = nullptr;  // a two-level entry's inter-node codec
     const char* name = "none";     // what the statistics show: the codec's name or the hier spec
+    // Uncompressed (codec nullptr): who runs it on device buffers, as the deciding rule asks.
+    ExactPath exact = ExactPath::Default;
   };
   // The codec for this call. `bytes`: the whole message (logicalBytes of the request: all
   // ranks' blocks for ReduceScatter and AllGather). `forced` (per-call choice) wins over the
@@ -54,12 +56,15 @@ class CodecPolicy {
                       const Codec* forced) const {
     return choose(kind, dt, op, bytes, forced).codec;
   }
+  // Whether a rule asks for the real NCCL's exact path (init then brings NCCL up beside coccl's
+  // kernels where it would not by default: device_executors.h).
+  bool asksForNcclExact() const;
   static bool compressible(const Codec* c, CollKind kind, cocclDataType_t dt, cocclRedOp_t op);
 
   // The resolved policy, one line per rule (the same text on every rank of a communicator: it
   // is what init agrees on and what COCCL_DEBUG=INFO prints):
   //   "policy file PATH line L: allreduce dtype bfloat16 bytes [1M, inf): fp8_ash_ds from 64K"
-  //   "default: allreduce none from 64K" ...
+  //   "default: allreduce none from 64K" ...; a rule with "exact" ends " exact on nccl".
   std::vector<std::string> describe() const;
   // The members' world ranks the policy was resolved for (CommFacts::worldRanks).
   const std::vector<int>& worldRanks() const { return worldRanks_; }

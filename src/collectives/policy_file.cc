@@ -28,7 +28,7 @@ struct Where {
 };
 
 const char* const kRuleKeys =
-    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes";
+    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes, exact";
 
 struct CollName {
   const char* name;
@@ -167,6 +167,7 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
   PolicyRule r;
   r.line = v.line;
   const JsonValue* codec = nullptr;
+  int exactLine = 0;
   for (size_t i = 0; i < v.members.size(); ++i) {
     const auto& [k, x] = v.members[i];
     if (k == "name") {
@@ -204,11 +205,23 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
       codec = &x;
     } else if (k == "min_bytes") {
       r.minBytes = static_cast<int64_t>(bytesValue(w, x, "min_bytes"));
+    } else if (k == "exact") {
+      if (x.kind != JsonValue::String || (x.s != "nccl" && x.s != "coccl"))
+        w.fail(x.line, std::string("exact must be \"nccl\" or \"coccl\" (who runs the "
+                                   "uncompressed calls), not ") +
+                           (x.kind == JsonValue::String ? "\"" + x.s + "\""
+                                                        : std::string(jsonKindName(x.kind))));
+      r.exact = x.s == "nccl" ? ExactPath::Nccl : ExactPath::Coccl;
+      exactLine = x.line;
     } else {
       w.fail(v.keyLines[i], "unknown key \"" + k + "\" (a rule takes " + kRuleKeys + ")");
     }
   }
   if (!codec) w.fail(v.line, "the rule has no \"codec\" (a spec, or \"none\" for exact)");
+  if (exactLine && (r.colls & kPolicySendRecv))
+    w.fail(exactLine,
+           "exact applies to the collectives (allreduce, reducescatter, allgather), "
+           "not to sendrecv");
   // A two-level spec is for the reductions only: parse it as the first other collective asks.
   const Coll kind = (r.colls & kPolicyAllGather) ? Coll::AllGather
                     : (r.colls & kPolicySendRecv) ? Coll::Send

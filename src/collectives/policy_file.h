@@ -13,7 +13,9 @@
 //                 exclusive; integers or "64K"/"1M"/"1G" strings);
 //   choice:       "codec" (required: a codec spec, "none", or "hier:intra=..,inter=.."),
 //                 "min_bytes" (the threshold for this rule; absent: COCCL_COMPRESS_MIN_BYTES /
-//                 cocclConfig_t.compressMinBytes).
+//                 cocclConfig_t.compressMinBytes), "exact" ("nccl" or "coccl": who runs the
+//                 calls the rule leaves uncompressed on device buffers; absent: the
+//                 communicator's default, COCCL_DEVICE_EXACT; collectives only).
 // The first rule that matches a call decides it; the COCCL_CODEC* variables are the final
 // default rule. Every error is cocclInvalidArgument "policy file 'PATH' line L: ...".
 #pragma once
@@ -59,6 +61,7 @@ struct PolicyRule {
   // The choice.
   PolicyEntry entry;
   int64_t minBytes = -1;  // -1: the communicator's threshold
+  ExactPath exact = ExactPath::Default;  // "exact"
 
   // Whether the communicator fields match. Throws cocclInvalidArgument when the rule asks for
   // members or stride and the world ranks are not distinct (not known: see docs/policy.md).

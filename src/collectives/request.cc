@@ -17,6 +17,18 @@ const char* collName(Coll c) {
   return "?";
 }
 
+const char* exactPathName(ExactPath e) {
+  switch (e) {
+    case ExactPath::Default:
+      return "default";
+    case ExactPath::Nccl:
+      return "nccl";
+    case ExactPath::Coccl:
+      return "coccl";
+  }
+  return "?";
+}
+
 size_t logicalBytes(const CollRequest& r, int nranks) {
   const size_t b = r.count * dtypeSize(r.dt);
   return r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather

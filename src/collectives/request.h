@@ -16,6 +16,12 @@ constexpr int kCollKinds = static_cast<int>(Coll::Recv) + 1;
 
 const char* collName(Coll c);  // "AllReduce", ..., "Send", "Recv"
 
+// Which implementation runs a collective uncompressed on device buffers, as a policy rule asks
+// ("exact" in docs/policy.md): the communicator's default (COCCL_DEVICE_EXACT), the real NCCL,
+// or coccl's own kernels (CUDA IPC). Where the one asked for is not there, the other runs it.
+enum class ExactPath : unsigned char { Default, Nccl, Coccl };
+const char* exactPathName(ExactPath e);  // "default", "nccl", "coccl"
+
 struct CollRequest {
   Coll coll = Coll::AllReduce;
   const void* in = nullptr;  // send buffer (Send: the data; Recv: unused)
@@ -30,6 +36,8 @@ struct CollRequest {
   // A two-level policy entry ("hier:"): the inter-node codec (`codec` is the intra-node one).
   // Only the host executor runs it; the router clears it with `codec`.
   const Codec* interCodec = nullptr;
+  // Uncompressed device collectives: whose implementation the policy asks for.
+  ExactPath exact = ExactPath::Default;
   cocclStream_t stream = nullptr;
   MemKind mem = MemKind::Host;  // of the buffers this rank touches (set by the router)
   // Collectives: this call's number on the communicator (Communicator::nextCallSeq, taken by

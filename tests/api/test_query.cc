@@ -1,6 +1,7 @@
 // cocclCommQueryCodec (the communicator's own codec policy, as the collectives apply it) and
 // cocclGetEnvValue (coccl's environment rows), including bad arguments.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -86,6 +87,49 @@ TEST(QueryCodec, MatchesWhatTheCollectiveDoes) {
       EXPECT_EQ(a.compressed, std::string(st.codec) != "none") << count;
     }
   }, policy("int8", 16384));
+}
+
+// cocclCommQueryExactPath: the deciding rule's "exact", cocclExactDefault where no rule says,
+// for compressed calls, count 0 and Send/Recv; bad arguments as cocclCommQueryCodec.
+TEST(QueryExactPath, AnswersWithTheDecidingRule) {
+  char path[] = "/tmp/coccl_query_exact_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = R"({"rules": [
+    {"collective": "allreduce", "bytes": {"below": "64K"}, "codec": "none", "exact": "coccl"},
+    {"collective": "allreduce", "codec": "int8", "min_bytes": "1M", "exact": "nccl"}]})";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  RunOptions o = policy("none", 0);
+  o.config.policy = path;
+  runRanks(
+      2, Mode::Threads,
+      [](Rank& r) {
+        auto ask = [&](cocclCollKind_t k, size_t count, cocclRedOp_t op = cocclSum) {
+          cocclExactPath_t e = static_cast<cocclExactPath_t>(-1);
+          EXPECT_EQ(cocclCommQueryExactPath(r.comm, k, count, cocclFloat32, op, &e), cocclSuccess)
+              << lastError();
+          return e;
+        };
+        EXPECT_EQ(ask(cocclCollAllReduce, 16), cocclExactCoccl);
+        EXPECT_EQ(ask(cocclCollAllReduce, 65536 / 4), cocclExactNccl);   // below int8's 1M
+        EXPECT_EQ(ask(cocclCollAllReduce, 1 << 20), cocclExactDefault);  // compressed
+        EXPECT_EQ(ask(cocclCollAllReduce, 1 << 20, cocclMax), cocclExactNccl);
+        EXPECT_EQ(ask(cocclCollAllReduce, 0), cocclExactDefault);
+        EXPECT_EQ(ask(cocclCollAllGather, 16), cocclExactDefault);  // the default rule
+        EXPECT_EQ(ask(cocclCollSendRecv, 16), cocclExactDefault);
+        cocclExactPath_t e;
+        EXPECT_EQ(
+            cocclCommQueryExactPath(r.comm, cocclCollAllReduce, 1, cocclFloat32, cocclSum, nullptr),
+            cocclInvalidArgument);
+        EXPECT_NE(lastError().find("NULL"), std::string::npos);
+        EXPECT_EQ(cocclCommQueryExactPath(r.comm, cocclCollAllReduce, 1,
+                                          static_cast<cocclDataType_t>(12), cocclSum, &e),
+                  cocclInvalidArgument);
+        EXPECT_NE(lastError().find("data type 12"), std::string::npos);
+      },
+      o);
+  unlink(path);
 }
 
 TEST(QueryCodec, BadArguments) {

@@ -102,3 +102,74 @@ TEST(DevicePolicy, RulesPickTheDeviceCodec) {
   }, o);
   unlink(path);
 }
+
+// A rule's "exact" picks who runs an uncompressed device collective: the real NCCL ("nccl"
+// statistics; init brings NCCL up beside CUDA IPC for it, although 2 ranks on one GPU would not
+// have it by default), or coccl's kernels ("two-shot" / "direct"); the other calls keep the
+// default (coccl's kernels here). Values are exact on every path.
+TEST(DevicePolicy, ExactPathOfTheRule) {
+  COCCL_REQUIRE_GPU();
+  char path[] = "/tmp/coccl_device_policy_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << R"({"rules": [
+    {"collective": "allreduce", "bytes": {"below": "64K"}, "codec": "none", "exact": "nccl"},
+    {"collective": "allreduce", "codec": "none", "exact": "coccl"},
+    {"collective": "allgather", "codec": "none", "exact": "nccl"}
+  ]})";
+  GpuRunOptions o;
+  o.config.policy = path;
+  o.ncclHostIdPerRank = true;
+  o.harnessTimeoutS = 300;
+  runGpuRanks(
+      2,
+      [](Rank& r) {
+        enum Op { AllReduce, AllGather, ReduceScatter };
+        const char* names[] = {"AllReduce", "AllGather", "ReduceScatter"};
+        struct Case {
+          Op coll;
+          size_t count;  // int32 elements (AllGather: per rank)
+          const char* algorithm;
+        } cases[] = {{AllReduce, 1024, "nccl"},
+                     {AllReduce, 1 << 20, "two-shot"},
+                     {AllGather, 4096, "nccl"},
+                     {ReduceScatter, 4096, "direct"}};
+        for (const Case& c : cases) {
+          const size_t outCount = c.coll == AllGather ? c.count * 2 : c.count;
+          const size_t inCount = c.coll == ReduceScatter ? c.count * 2 : c.count;
+          std::vector<int32_t> in(inCount);
+          for (size_t i = 0; i < inCount; ++i) in[i] = static_cast<int32_t>(i % 1000) + 7 * r.rank;
+          DevBuf din(inCount * 4), dout(outCount * 4, 0);
+          din.upload(in.data(), inCount * 4);
+          cocclResult_t rc =
+              c.coll == AllReduce ? cocclAllReduce(din.data(), dout.data(), c.count, cocclInt32,
+                                                   cocclSum, r.comm, nullptr)
+              : c.coll == AllGather
+                  ? cocclAllGather(din.data(), dout.data(), c.count, cocclInt32, r.comm, nullptr)
+                  : cocclReduceScatter(din.data(), dout.data(), c.count, cocclInt32, cocclSum,
+                                       r.comm, nullptr);
+          ASSERT_EQ(rc, cocclSuccess) << cocclGetLastError(r.comm);
+          CUDA_OK(cudaDeviceSynchronize());
+          cocclCollStats_t st;
+          ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
+          EXPECT_STREQ(st.algorithm, c.algorithm) << names[c.coll] << " of " << c.count;
+          const std::vector<uint8_t> got = dout.download();
+          for (size_t i = 0; i < outCount; ++i) {
+            int32_t want;
+            if (c.coll == AllGather) {
+              const size_t q = i / c.count, j = i % c.count;
+              want = static_cast<int32_t>(j % 1000) + 7 * static_cast<int32_t>(q);
+            } else {
+              const size_t j = c.coll == ReduceScatter ? r.rank * c.count + i : i;
+              want = 2 * static_cast<int32_t>(j % 1000) + 7;
+            }
+            int32_t v;
+            std::memcpy(&v, got.data() + 4 * i, 4);
+            ASSERT_EQ(v, want) << names[c.coll] << " of " << c.count << " at " << i;
+          }
+        }
+      },
+      o);
+  unlink(path);
+}

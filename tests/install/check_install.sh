@@ -11,6 +11,10 @@ root=$(cd "$src/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# The policy files: the examples and the measured tables, every one loadable by coccl_perf below.
+policies=$(find "$work/prefix/share/coccl/policy" -name '*.json' | sort)
+[ -n "$policies" ] && [ -n "$(find "$work/prefix/share/coccl/policy/tuned" -name '*.json')" ] ||
+  { echo "no policy files under <prefix>/share/coccl/policy (tuned/ included)" >&2; exit 1; }
 cmake -S "$src/consumer" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/consumer/consumer"
@@ -44,6 +48,12 @@ fi
 # The installed coccl_perf finds the installed library by itself (RUNPATH $ORIGIN/../lib).
 if [ -x "$work/prefix/bin/coccl_perf" ]; then
   env -u LD_LIBRARY_PATH "$work/prefix/bin/coccl_perf" all_reduce -t 2 -b 1K -e 1K -n 1 -w 0 >/dev/null
+  # Each installed tuned table loads (its codecs are built in) and runs on 2 host ranks.
+  for f in $(find "$work/prefix/share/coccl/policy/tuned" -name '*.json'); do
+    env -u LD_LIBRARY_PATH COCCL_POLICY="$f" "$work/prefix/bin/coccl_perf" all_reduce -t 2 \
+      -b 8 -e 1M -f 32 -n 1 -w 0 --codec policy >/dev/null ||
+      { echo "coccl_perf with the installed policy $f failed" >&2; exit 1; }
+  done
   # q8 through the installed tool, 4 host ranks, sum and avg in three types: the exit status
   # covers errors, #wrong and non-identical outputs; the #wrong column is checked as well.
   out="$work/q8_perf.txt"

@@ -11,8 +11,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import coccl_tune as t  # noqa: E402
 
 
-def table(rows, codec="none"):
-    return {"codec": codec, "nranks": 4, "collective": "all_reduce", "rows": rows}
+def table(rows, codec="none", exact="default"):
+    return {"codec": codec, "nranks": 4, "collective": "all_reduce", "exact": exact, "rows": rows}
 
 
 class Choose(unittest.TestCase):
@@ -22,13 +22,28 @@ class Choose(unittest.TestCase):
         b = table({("bfloat16", 1024): 9.0, ("bfloat16", 2048): 9.0, ("bfloat16", 4096): 5.0}, "q")
         got = t.choose(exact, [a, b], 1.05)
         # 1024: int8 within the margin, q 10% faster; 2048: int8; 4096: q
-        self.assertEqual(got, {("bfloat16", 1024): "q", ("bfloat16", 2048): "int8",
-                               ("bfloat16", 4096): "q"})
-        self.assertEqual(t.choose(exact, [a], 1.5)[("bfloat16", 4096)], "none")
+        self.assertEqual(got, {("bfloat16", 1024): ("q", "default"),
+                               ("bfloat16", 2048): ("int8", "default"),
+                               ("bfloat16", 4096): ("q", "default")})
+        self.assertEqual(t.choose(exact, [a], 1.5)[("bfloat16", 4096)], ("none", "default"))
 
     def test_missing_size_stays_exact(self):
         exact = table({("float", 8): 1.0})
-        self.assertEqual(t.choose(exact, [table({}, "int8")], 1.0), {("float", 8): "none"})
+        self.assertEqual(t.choose(exact, [table({}, "int8")], 1.0),
+                         {("float", 8): ("none", "default")})
+
+    def test_fastest_exact_path_and_codecs_against_it(self):
+        nccl = table({("float", 8): 30.0, ("float", 1 << 20): 100.0, ("float", 1 << 26): 900.0},
+                     exact="nccl")
+        coccl = table({("float", 8): 15.0, ("float", 1 << 20): 120.0, ("float", 1 << 26): 1000.0},
+                      exact="coccl")
+        codec = table({("float", 8): 14.9, ("float", 1 << 20): 97.0, ("float", 1 << 26): 500.0},
+                      "int8")
+        got = t.choose([nccl, coccl], [codec], 1.05)
+        # 8 B: coccl's kernels (the codec is not 5% faster than them); 1 MiB: NCCL (the codec
+        # is within the margin of NCCL, not of coccl); 64 MiB: the codec
+        self.assertEqual(got, {("float", 8): ("none", "coccl"), ("float", 1 << 20): ("none", "nccl"),
+                               ("float", 1 << 26): ("int8", "nccl")})
 
 
 class Rules(unittest.TestCase):
@@ -52,6 +67,46 @@ class Rules(unittest.TestCase):
         self.assertEqual([(r["codec"], r.get("bytes")) for r in rules],
                          [("none", {"below": 65536}), ("int8", {"from": 65536})])
         self.assertEqual(rules[0]["collective"], "reducescatter")
+
+    def test_exact_paths_split_ranges_and_name_themselves(self):
+        choice = {("float", 8): ("none", "coccl"), ("float", 64): ("none", "coccl"),
+                  ("float", 1024): ("none", "nccl"), ("float", 4096): ("int8", "nccl")}
+        rules = t.rules("all_gather", 2, choice)
+        self.assertEqual([(r["codec"], r.get("exact"), r.get("bytes")) for r in rules],
+                         [("none", "coccl", {"below": 1024}),
+                          ("none", "nccl", {"from": 1024, "below": 4096}),
+                          ("int8", "nccl", {"from": 4096})])
+        # a codec from the smallest size: the exact rule below it takes that size's path
+        rules = t.rules("all_gather", 2, {("float", 8): ("int8", "coccl")})
+        self.assertEqual([(r["codec"], r.get("exact")) for r in rules],
+                         [("none", "coccl"), ("int8", "coccl")])
+        # the default path is not written
+        self.assertNotIn("exact", t.rules("all_gather", 2, {("float", 8): ("none", "default")})[0])
+
+    def test_check_rows_compare_with_the_best_alone(self):
+        a = table({("float", 8): 10.0, ("float", 64): 20.0}, exact="coccl")
+        b = table({("float", 8): 12.0, ("float", 64): 16.0}, "int8")
+        pol = table({("float", 8): 10.5, ("float", 64): 16.0}, "policy")
+        rows = t.check_rows([("exact:coccl", a), ("int8", b)], pol)
+        self.assertEqual([(r[0], r[2]) for r in rows], [(8, "exact:coccl"), (64, "int8")])
+        self.assertAlmostEqual(rows[0][5], 10.0 / 10.5)
+        self.assertAlmostEqual(rows[1][5], 1.0)
+
+    def test_from_json_labels(self):
+        with tempfile.TemporaryDirectory() as d:
+            def dump(name, codec):
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    json.dump({"collective": "all_reduce", "config": {
+                        "nranks": 2, "codec": {"spec": codec}}, "results": [
+                        {"type": "float", "size": 8, "out_of_place": {"time": 1.0}}]}, f)
+                return path
+            n, c, q = dump("n.json", "none"), dump("c.json", "none"), dump("q.json", "int8")
+            exacts, codecs = t.from_json([f"nccl={n}", f"coccl={c}", q])
+            self.assertEqual([e["exact"] for e in exacts], ["nccl", "coccl"])
+            self.assertEqual([x["codec"] for x in codecs], ["int8"])
+            exacts, codecs = t.from_json([n, q])
+            self.assertEqual(([e["exact"] for e in exacts], len(codecs)), (["default"], 1))
 
     def test_file_is_json_after_its_comments(self):
         with tempfile.TemporaryDirectory() as d:

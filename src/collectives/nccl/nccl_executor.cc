@@ -58,6 +58,7 @@ struct NcclExecutor::Impl {
   std::unique_ptr<NcclMover> mover;
   std::unique_ptr<StagedCodec> staged;  // null when exact-only
   size_t slotBytes = 0;
+  bool takesDefaultExact = true;  // exact-only: also the calls no rule assigned
 
   Impl(CommContext& c, int dev) : comm(c), device(dev), p(c.nranks()), me(c.rank()) {}
   ~Impl() {  // also after a constructor that failed half-way
@@ -135,12 +136,18 @@ NcclExecutor::~NcclExecutor() {
 
 int NcclExecutor::cudaDevice() const { return impl_->device; }
 
+void NcclExecutor::setTakesDefaultExact(bool on) {
+  impl_->takesDefaultExact = on;
+}
+
 bool NcclExecutor::supports(const CollRequest& r) const {
   if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host path only
   const Impl& m = *impl_;
   // Send/Recv move bytes only: every type. The exact collectives: not the fp8 types.
   if (!r.codec) {
     if (m.staged) return true;  // the executor of every device operation
+    if (r.exact == ExactPath::Coccl || (r.exact == ExactPath::Default && !m.takesDefaultExact))
+      return false;  // coccl's kernels (the CUDA IPC executor after this one) run it
     // Exact-only beside CUDA IPC: Send/Recv move bytes (every type); the collectives not of an
     // fp8 type (NCCL has those from 2.24 on sm_90 only; coccl's kernels everywhere).
     return r.isP2P() || (r.dt != cocclFloat8e4m3 && r.dt != cocclFloat8e5m2);

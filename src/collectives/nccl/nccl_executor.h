@@ -28,11 +28,17 @@ class NcclExecutor final : public Executor {
   static std::unique_ptr<NcclExecutor> probe(CommContext& ctx, int device, bool exactOnly,
                                              std::string* why);
   ~NcclExecutor() override;
+  // Exact-only: whether it also takes the uncompressed calls no policy rule assigned
+  // (ExactPath::Default: true when COCCL_DEVICE_EXACT brought it up, false when only a policy
+  // rule's "exact": "nccl" did). Set once, after probe.
+  void setTakesDefaultExact(bool on);
 
   const char* name() const override { return "nccl"; }
-  // Device buffers. Exact-only: no codec; Send/Recv of every type, collectives not of an fp8
-  // type (NCCL has those from 2.24 on sm_90 only; coccl's kernels everywhere). Otherwise exact, or a codec with a device
-  // implementation (AllReduce / ReduceScatter: at most kernels::kMaxReduceInputs ranks).
+  // Device buffers. Exact-only: no codec, and not a call a policy rule gives to coccl's kernels
+  // (CollRequest::exact); Send/Recv of every type, collectives not of an fp8 type (NCCL has
+  // those from 2.24 on sm_90 only; coccl's kernels everywhere). Otherwise exact, or a codec
+  // with a device implementation (AllReduce / ReduceScatter: at most kernels::kMaxReduceInputs
+  // ranks).
   bool supports(const CollRequest& r) const override;
   void run(const CollRequest& r, CollStats& stats) override;
   void runP2P(const std::vector<CollRequest>& group, CollStats& stats) override;

@@ -166,6 +166,29 @@ TEST(PolicyFile, WrongTypes) {
   EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allreduce\"}]}", "line 2: the rule has no \"codec\"");
 }
 
+TEST(PolicyFile, ExactPath) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"bytes": {"below": "1M"}, "codec": "none", "exact": "coccl"},
+    {"dtype": "bf16", "codec": "int8", "exact": "nccl"},
+    {"codec": "none"}
+  ]})",
+                                       "p.json");
+  ASSERT_EQ(f.rules.size(), 3u);
+  EXPECT_EQ(f.rules[0].exact, ExactPath::Coccl);
+  EXPECT_EQ(f.rules[1].exact, ExactPath::Nccl);
+  EXPECT_EQ(f.rules[2].exact, ExactPath::Default);
+  auto rule = [](const std::string& body) {
+    return "{\"rules\": [\n{\"codec\": \"none\",\n" + body + "}]}";
+  };
+  EXPECT_ERROR(rule("\"exact\": \"NCCL\""),
+               "line 3: exact must be \"nccl\" or \"coccl\" (who runs the uncompressed calls), "
+               "not \"NCCL\"");
+  EXPECT_ERROR(rule("\"exact\": 1"), "line 3: exact must be \"nccl\" or \"coccl\"");
+  EXPECT_ERROR(rule("\"collective\": [\"allreduce\", \"sendrecv\"],\n\"exact\": \"coccl\""),
+               "line 4: exact applies to the collectives (allreduce, reducescatter, allgather), "
+               "not to sendrecv");
+}
+
 TEST(PolicyFile, BadCodecSpecGivesTheSpecParsersMessage) {
   // The spec parser's own message follows the line.
   EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allreduce\",\n \"codec\": \"int8:blok=64\"}]}",

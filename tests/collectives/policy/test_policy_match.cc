@@ -141,6 +141,39 @@ TEST(PolicyMatch, ForcedCodecWins) {
   EXPECT_EQ(p.choose(Coll::AllReduce, cocclInt32, cocclSum, 1 << 20, int8.get()).codec, nullptr);
 }
 
+// The deciding rule's "exact" comes with every call it leaves uncompressed: below its
+// min_bytes, an op or type it cannot compress, codec "none"; a forced codec and the default
+// rule leave the communicator's default.
+TEST(PolicyMatch, ExactPathOfTheDecidingRule) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"bytes": {"below": "64K"}, "codec": "none", "exact": "coccl"},
+    {"collective": "allreduce", "dtype": "bf16", "codec": "int8", "min_bytes": "1M",
+     "exact": "nccl"}
+  ]})",
+                                       "p.json");
+  const CodecPolicy p(defaults(), &f, comm("", {0, 1}));
+  EXPECT_TRUE(p.asksForNcclExact());
+  auto exactOf = [&](Coll k, cocclDataType_t dt, size_t bytes, cocclRedOp_t op = cocclSum) {
+    return p.choose(k, dt, op, bytes, nullptr).exact;
+  };
+  EXPECT_EQ(exactOf(Coll::AllGather, cocclFloat32, 8), ExactPath::Coccl);
+  EXPECT_EQ(exactOf(Coll::AllReduce, cocclBfloat16, 65536), ExactPath::Nccl);  // below min_bytes
+  EXPECT_EQ(exactOf(Coll::AllReduce, cocclBfloat16, 4 << 20, cocclMax), ExactPath::Nccl);
+  EXPECT_EQ(pick(p, Coll::AllReduce, cocclBfloat16, 4 << 20), "int8");
+  EXPECT_EQ(exactOf(Coll::AllReduce, cocclFloat32, 4 << 20), ExactPath::Default);  // default rule
+  EXPECT_EQ(exactOf(Coll::Send, cocclFloat32, 8), ExactPath::Default);
+  const CodecPtr int8 = makeCodec("int8");
+  EXPECT_EQ(p.choose(Coll::AllGather, cocclInt32, cocclSum, 8, int8.get()).exact,
+            ExactPath::Default);
+  const auto d = p.describe();
+  ASSERT_GE(d.size(), 2u);
+  EXPECT_EQ(d[0],
+            "policy file p.json line 2: allreduce,reducescatter,allgather bytes [0, 64K): "
+            "none exact on coccl");
+  EXPECT_EQ(d[1].substr(d[1].size() - 21), "from 1M exact on nccl");
+  EXPECT_FALSE(CodecPolicy(defaults(), nullptr, comm("", {0, 1})).asksForNcclExact());
+}
+
 TEST(PolicyMatch, DescribeListsTheRulesOfThisCommunicator) {
   const PolicyFile f = parsePolicyText(kFile, "p.json");
   const auto tp = CodecPolicy(defaults("int8"), &f, comm("tp0", {0, 1})).describe();
