@@ -15,7 +15,8 @@ choice. Every rule names `nranks` (the world size measured), so a communicator o
 falls through to the environment's default rule. Pointing COCCL_POLICY at the file is the
 opt-in: it compresses only where a codec was measured faster, and only with the codecs listed.
 
---check then runs coccl_perf once more with the file (--codec policy) and prints, per size, its
+Sizes below --split are measured with --small-iters iterations (their calls are short and
+noisy), the rest with --iters. --check then runs coccl_perf once more with the file (--codec policy) and prints, per size, its
 time against the best variant measured alone (the policy's goal: >= 0.95x everywhere).
 
 usage: coccl_tune.py --perf PATH/coccl_perf --out policy.json
@@ -23,7 +24,8 @@ usage: coccl_tune.py --perf PATH/coccl_perf --out policy.json
           -x COCCL_DEVICE_EXACT -x COCCL_POLICY; the coccl_perf arguments are appended)]
          [--mem host|device] [--colls all_reduce,...] [--dtypes bfloat16,float]
          [--codecs fp8_ash_ds,int8] [--exact default | coccl,nccl] [--min 64K] [--max 256M]
-         [--factor 2] [--iters 5] [--margin 1.05] [--check]
+         [--factor 2] [--iters 5] [--split 1M --small-iters 40] [--margin 1.05] [--check]
+         [--keep DIR (every measured table as JSON)]
        coccl_tune.py --from-json [PATH=]exact.json ... codec.json ... --out policy.json
          (offline, from coccl_perf -J files measured before: the exact ones first, each
           labelled with its path (nccl=a.json coccl=b.json) or one unlabelled; then the codecs)
@@ -46,8 +48,51 @@ POLICY_DTYPE = {"bfloat16": "bf16", "half": "fp16", "float": "fp32"}
 EXACT_PATHS = ("default", "nccl", "coccl")
 
 
+def size_bytes(text):
+    """ "64K" -> 65536 (coccl_perf's suffixes K, M, G)."""
+    t = str(text).strip().upper().rstrip("B").rstrip("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(t[:-1] if mult > 1 else t) * mult
+
+
+def sweeps(a):
+    """[(min, max, iters)]: sizes below --split with --small-iters (small calls are noisy and
+    cheap), the rest with --iters; one sweep when --split is 0 or outside (min, max]."""
+    lo, hi, split = size_bytes(a.min), size_bytes(a.max), size_bytes(a.split)
+    if split <= lo:
+        return [(lo, hi, a.iters)]
+    if split > hi:
+        return [(lo, hi, a.small_iters)]
+    first_large = lo
+    while first_large < split:
+        first_large *= a.factor
+    if first_large > hi:
+        return [(lo, hi, a.small_iters)]
+    return [(lo, first_large // a.factor, a.small_iters), (first_large, hi, a.iters)]
+
+
 def measure(a, coll, dtype, codec, path, exact="default", policy=None):
-    args = [coll, "-b", a.min, "-e", a.max, "-f", str(a.factor), "-n", str(a.iters), "-w", "1",
+    """One coccl_perf table (load()'s dict) over every size, from one run per sweep."""
+    table = None
+    for k, (lo, hi, iters) in enumerate(sweeps(a)):
+        part = measure_sweep(a, coll, dtype, codec, f"{path}.{k}", exact, policy, lo, hi, iters)
+        if table is None:
+            table = part
+        else:
+            table["rows"].update(part["rows"])
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+        name = f"{coll}-{dtype}-{codec if not policy else 'policy'}-{exact}.json".replace(":", "_")
+        with open(os.path.join(a.keep, name), "w") as f:
+            json.dump({"collective": coll, "dtype": dtype, "codec": table["codec"], "exact": exact,
+                       "nranks": table["nranks"],
+                       "rows": [{"size": s, "time_us": t} for (_, s), t in sorted(table["rows"].items())]},
+                      f, indent=1)
+    return table
+
+
+def measure_sweep(a, coll, dtype, codec, path, exact, policy, lo, hi, iters):
+    args = [coll, "-b", str(lo), "-e", str(hi), "-f", str(a.factor), "-n", str(iters), "-w", "1",
             "-d", dtype, "-c", "0", "--codec", codec, "--mem", a.mem, "-J", path]
     cmd = shlex.split(a.launch) + [a.perf] + args if a.launch else [a.perf, "-t", str(a.ranks)] + args
     env = dict(os.environ)
@@ -72,15 +117,26 @@ def load(path, exact="default"):
 
 def choose(exacts, codecs, margin):
     """Per (dtype, size): (codec spec or 'none', exact path). exacts: one load() table or a list
-    of them (one per exact path, the first wins ties); codecs: load()'s tables."""
+    of them (one per exact path); codecs: load()'s tables. Among the exact paths the one that is
+    fastest at the most sizes of a type is the incumbent, and another wins a size only when
+    margin times faster (a one-size flip by noise is not a crossover)."""
     if isinstance(exacts, dict):
         exacts = [exacts]
+    wins = {}
+    for key in exacts[0]["rows"]:
+        ts = [(e["rows"][key], i) for i, e in enumerate(exacts) if key in e["rows"]]
+        w = min(ts)[1]
+        wins[(key[0], w)] = wins.get((key[0], w), 0) + 1
     out = {}
     for key in sorted(exacts[0]["rows"]):
-        path, t_exact = exacts[0]["exact"], exacts[0]["rows"][key]
-        for e in exacts[1:]:
+        # the incumbent of this type: most sizes won, the first listed on a tie
+        inc = max(range(len(exacts)), key=lambda i: (wins.get((key[0], i), 0), -i))
+        path, t_exact = exacts[inc]["exact"], exacts[inc]["rows"].get(key)
+        if t_exact is None:
+            path, t_exact = exacts[0]["exact"], exacts[0]["rows"][key]
+        for e in exacts:
             t = e["rows"].get(key)
-            if t is not None and t < t_exact:
+            if t is not None and t * margin < t_exact:
                 path, t_exact = e["exact"], t
         best, best_t = "none", t_exact
         for c in codecs:
@@ -175,6 +231,9 @@ def main():
     ap.add_argument("--max", default="256M")
     ap.add_argument("--factor", type=int, default=2)
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--split", default="0")
+    ap.add_argument("--small-iters", type=int, default=40)
+    ap.add_argument("--keep", default="")
     ap.add_argument("--margin", type=float, default=1.05)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--from-json", nargs="+", default=None)

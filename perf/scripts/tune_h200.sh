@@ -6,7 +6,8 @@
 # Tables: $OUT/h200-1gpu-<N>proc.json (commit them under perf/policy/tuned/); logs: $OUT/tune-*.
 # usage: OUT=dir perf/scripts/tune_h200.sh BUILD_DIR
 # env: NPS ("2 4"), COLLS (all_reduce,reduce_scatter,all_gather), DTYPES (bfloat16,float),
-#      CODECS (fp8_ash_ds), MIN (8), MAX (1G; MAX_4 for 4 and more ranks), FACTOR (4), ITERS (5)
+#      CODECS (fp8_ash_ds), MIN (8), MAX (1G; MAX_4 for 4 and more ranks), FACTOR (4), ITERS (5),
+#      SPLIT (1M: smaller sizes get SMALL_ITERS, 40); every measured table in $OUT/tables-<N>proc/
 set -uo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +32,7 @@ for np in ${NPS:-2 4}; do
   if python3 "$here/coccl_tune.py" --perf "$perf" --launch "$here/local_ranks.sh $np" --mem device \
       --exact nccl,coccl --codecs "${CODECS:-fp8_ash_ds}" --colls "${COLLS:-all_reduce,reduce_scatter,all_gather}" \
       --dtypes "${DTYPES:-bfloat16,float}" --min "${MIN:-8}" --max "$max" --factor "${FACTOR:-4}" \
-      --iters "${ITERS:-5}" --check --out "$out/h200-1gpu-${np}proc.json" >"$out/tune-${np}proc.log" 2>&1; then
+      --iters "${ITERS:-5}" --split "${SPLIT:-1M}" --small-iters "${SMALL_ITERS:-40}" --keep "$out/tables-${np}proc" --check --out "$out/h200-1gpu-${np}proc.json" >"$out/tune-${np}proc.log" 2>&1; then
     echo "$np processes: $(tail -1 "$out/tune-${np}proc.log") ($(( $(date +%s) - t0 )) s)"
   else
     echo "$np processes: coccl_tune FAILED: $(tail -5 "$out/tune-${np}proc.log" | tr '\n' ' ')"

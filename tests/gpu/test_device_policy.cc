@@ -134,7 +134,7 @@ TEST(DevicePolicy, ExactPathOfTheRule) {
         } cases[] = {{AllReduce, 1024, "nccl"},
                      {AllReduce, 1 << 20, "two-shot"},
                      {AllGather, 4096, "nccl"},
-                     {ReduceScatter, 4096, "direct"}};
+                     {ReduceScatter, 4096, "two-shot"}};
         for (const Case& c : cases) {
           const size_t outCount = c.coll == AllGather ? c.count * 2 : c.count;
           const size_t inCount = c.coll == ReduceScatter ? c.count * 2 : c.count;

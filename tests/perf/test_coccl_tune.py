@@ -68,6 +68,27 @@ class Rules(unittest.TestCase):
                          [("none", {"below": 65536}), ("int8", {"from": 65536})])
         self.assertEqual(rules[0]["collective"], "reducescatter")
 
+    def test_one_size_flip_between_exact_paths_needs_the_margin(self):
+        sizes = [8, 32, 128, 512, 2048]
+        coccl = table({("bfloat16", s): 18.0 for s in sizes}, exact="coccl")
+        nccl = table({("bfloat16", s): 40.0 for s in sizes}, exact="nccl")
+        nccl["rows"][("bfloat16", 128)] = 17.6  # 2% faster once: noise, not a crossover
+        got = t.choose([nccl, coccl], [], 1.05)
+        self.assertEqual({p for _, p in got.values()}, {"coccl"})
+        nccl["rows"][("bfloat16", 128)] = 15.0  # 20% faster: it wins that size
+        self.assertEqual(t.choose([nccl, coccl], [], 1.05)[("bfloat16", 128)], ("none", "nccl"))
+
+    def test_sweeps_split_small_sizes(self):
+        class A:
+            min, max, split, factor, iters, small_iters = "8", "1G", "1M", 4, 5, 40
+        self.assertEqual(t.sweeps(A), [(8, 524288, 40), (2097152, 1 << 30, 5)])
+        A.split = "0"
+        self.assertEqual(t.sweeps(A), [(8, 1 << 30, 5)])
+        A.split, A.max = "1M", "64K"
+        self.assertEqual(t.sweeps(A), [(8, 65536, 40)])
+        self.assertEqual(t.size_bytes("64K"), 65536)
+        self.assertEqual(t.size_bytes("1GiB"), 1 << 30)
+
     def test_exact_paths_split_ranges_and_name_themselves(self):
         choice = {("float", 8): ("none", "coccl"), ("float", 64): ("none", "coccl"),
                   ("float", 1024): ("none", "nccl"), ("float", 4096): ("int8", "nccl")}
