@@ -39,7 +39,7 @@ def main():
     worst = None
     for size in sorted(run):
         cands = [(t[size], label) for label, t in alone if size in t]
-        if not cands or run[size] <= 0:
+        if size == 0 or not cands or run[size] <= 0:
             continue
         tb, label = min(cands)
         r = tb / run[size]

@@ -130,7 +130,7 @@ run() {  # run MODE TEST DTYPE CHECK [mpirun -x args...]
 }
 if want nccl; then
   step "nccl: the real NCCL alone (baseline)"
-  for t in "${tests[@]}"; do run nccl "$t" float 1; done
+  for dt in ${NCCL_TYPES:-float}; do for t in "${tests[@]}"; do run nccl "$t" "$dt" 1; done; done
 fi
 if want passthrough; then
   step "passthrough: shim preloaded, COCCL_CODEC unset"
