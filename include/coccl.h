@@ -545,10 +545,11 @@ typedef enum COCCL_ENUM_INT {
   cocclExactCoccl = 2 /* coccl's own kernels (CUDA IPC); the NCCL shim then routes it to coccl */
 } cocclExactPath_t;
 
-/* Writes to *path who runs the call (coll, count, datatype, op: as cocclCommQueryCodec takes
- * them) when it is not compressed; cocclExactDefault for a call that is compressed, for count 0
- * and for coll cocclCollSendRecv. Where the path asked for is not there (no NCCL beside CUDA
- * IPC, or COCCL_DEVICE_TRANSPORT=nccl without coccl's kernels) the other one runs the call.
+/* Writes to *path the path the deciding policy rule asks for the call (coll, count, datatype,
+ * op: as cocclCommQueryCodec takes them) when it is not compressed; cocclExactDefault for a
+ * call that is compressed, for count 0 and for coll cocclCollSendRecv. Where the path asked for
+ * is not there (no NCCL beside CUDA IPC, COCCL_DEVICE_EXACT=coccl, fp8 types on NCCL, or
+ * COCCL_DEVICE_TRANSPORT=nccl without coccl's kernels) the other one runs the call.
  * Does not communicate; any thread while the communicator is alive.
  * Errors: cocclInvalidArgument (as cocclCommQueryCodec; path NULL). */
 COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_t coll,

@@ -6,7 +6,8 @@ algbw busbw #wrong time algbw busbw #wrong") and compares the out-of-place time 
 the fastest of the ALONE runs at each size: best/RUN >= 1 means RUN is as fast as the best.
 
 usage: best_of.py RUN.log LABEL=ALONE.log [LABEL=ALONE.log ...]
-Prints one row per size and a last line "lowest best/run ratio R at SIZE (TEST, TYPE)".
+Prints one row per size and a last line "lowest best/run ratio R at SIZE B (RUN's file name)";
+exits 1 when RUN and the others have no size in common.
 """
 import sys
 

@@ -18,6 +18,8 @@
 #                                    coccl's CMake finds by itself)
 #      STEPS=nccl,passthrough,compressed,torch  which runs, commas or spaces (the builds always
 #                 happen); also exact_coccl, tuned (needs POLICY=file)
+#      NCCL_TYPES="float"  the types of the nccl baseline (include the tuned runs' types, e.g.
+#                 "float bfloat16", or best_of.py compares without NCCL)
 #      COMPRESS_MIN_BYTES  COCCL_COMPRESS_MIN_BYTES of the compressed runs (default: coccl's)
 #      NP=2 CODEC=fp8_ash_ds MAXBYTES=64M NCCL_TESTS_DEVICE=0 RUN_TIMEOUT=300 (s per run)
 #      TESTS="all_reduce reduce_scatter all_gather broadcast"  COMPRESSED_TYPES="float bfloat16"

@@ -5,11 +5,16 @@ writes a codec policy file (docs/policy.md's format) that coccl loads with COCCL
 For every (collective, dtype) it runs coccl_perf over the same sizes, side by side in one
 invocation: once per exact path (--exact: "default" is the communicator's own choice; "nccl" and
 "coccl" set COCCL_DEVICE_EXACT so that the real NCCL or coccl's own kernels run the uncompressed
-calls) and once per allowed codec, and keeps per size the fastest out-of-place time. The fastest
-exact path wins among the exact ones; a codec wins a size only when its time times --margin is
-below that (margin 1.05: at least 5% faster). Runs of consecutive sizes with the same choice
-become one rule with a byte range (a rule says "exact": "nccl"|"coccl" when more than one exact
-path was measured): a range starts at the first measured size of its run, sizes below the
+calls) and once per allowed codec, and keeps per size the fastest out-of-place time. Among the
+exact paths, the one fastest at the most sizes of a type keeps a size unless another is --margin
+times faster there (a one-size flip by noise is not a crossover); a codec wins a size only when
+its time times --margin is below the fastest exact time (margin 1.05: at least 5% faster).
+The runs check that "nccl" ran NCCL's own collective and "coccl" did not (coccl_perf's
+algorithm column), since a path that cannot come up falls back silently. The measurements
+clear COCCL_POLICY and COCCL_DEVICE_EXACT from the environment ("default" is the communicator's
+`auto`). Runs of consecutive sizes with the same choice become one rule with a byte range (a
+rule says "exact": "nccl"|"coccl" when its path is not "default"; codec rules say
+"min_bytes": 0, since the measurement forced the codec at that size): a range starts at the first measured size of its run, sizes below the
 smallest measured one take the smallest's exact path, sizes above the largest take the largest's
 choice. Every rule names `nranks` (the world size measured), so a communicator of another size
 falls through to the environment's default rule. Pointing COCCL_POLICY at the file is the
@@ -59,6 +64,9 @@ def sweeps(a):
     """[(min, max, iters)]: sizes below --split with --small-iters (small calls are noisy and
     cheap), the rest with --iters; one sweep when --split is 0 or outside (min, max]."""
     lo, hi, split = size_bytes(a.min), size_bytes(a.max), size_bytes(a.split)
+    if lo < 1 or a.factor < 2 or hi < lo:
+        sys.exit(f"coccl_tune: needs 1 <= --min <= --max and --factor >= 2 "
+                 f"(got {a.min}, {a.max}, {a.factor})")
     if split <= lo:
         return [(lo, hi, a.iters)]
     if split > hi:
@@ -80,6 +88,7 @@ def measure(a, coll, dtype, codec, path, exact="default", policy=None):
             table = part
         else:
             table["rows"].update(part["rows"])
+            table["algorithms"].update(part["algorithms"])
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
         name = f"{coll}-{dtype}-{codec if not policy else 'policy'}-{exact}.json".replace(":", "_")
@@ -97,22 +106,43 @@ def measure_sweep(a, coll, dtype, codec, path, exact, policy, lo, hi, iters):
     cmd = shlex.split(a.launch) + [a.perf] + args if a.launch else [a.perf, "-t", str(a.ranks)] + args
     env = dict(os.environ)
     env.pop("COCCL_POLICY", None)
+    env.pop("COCCL_DEVICE_EXACT", None)
     if exact != "default":
         env["COCCL_DEVICE_EXACT"] = exact
     if policy:
         env["COCCL_POLICY"] = policy
+    if os.path.exists(path):
+        os.remove(path)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if r.returncode != 0 or not os.path.exists(path):
         sys.exit(f"coccl_tune: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}")
-    return load(path, exact)
+    t = load(path, exact)
+    if codec == "none":
+        check_path(t, exact, " ".join(cmd))
+    return t
+
+
+def check_path(t, exact, what):
+    """Exits when an exact table did not run the path it is labelled with: "nccl" must be NCCL's
+    own collective (algorithm "nccl"), "coccl" must not be."""
+    algos = set(t.get("algorithms", {}).values())
+    if exact == "nccl" and algos - {"nccl"}:
+        sys.exit(f"coccl_tune: COCCL_DEVICE_EXACT=nccl did not run NCCL's collectives ({what}: "
+                 f"algorithms {sorted(algos)}): NCCL did not come up beside coccl's kernels "
+                 "(ranks sharing a GPU need one NCCL_HOSTID each: --launch local_ranks.sh)")
+    if exact == "coccl" and "nccl" in algos:
+        sys.exit(f"coccl_tune: COCCL_DEVICE_EXACT=coccl ran NCCL's collectives ({what}): "
+                 "coccl's kernels are not there (COCCL_DEVICE_TRANSPORT=nccl?)")
 
 
 def load(path, exact="default"):
     with open(path) as f:
         d = json.load(f)
     rows = {(r["type"], r["size"]): r["out_of_place"]["time"] for r in d["results"]}
+    algos = {(r["type"], r["size"]): r.get("algorithm", "") for r in d["results"]}
     return {"collective": d["collective"], "nranks": d["config"]["nranks"],
-            "codec": d["config"]["codec"]["spec"], "exact": exact, "rows": rows}
+            "codec": d["config"]["codec"]["spec"], "exact": exact, "rows": rows,
+            "algorithms": algos}
 
 
 def choose(exacts, codecs, margin):
@@ -138,10 +168,12 @@ def choose(exacts, codecs, margin):
             t = e["rows"].get(key)
             if t is not None and t * margin < t_exact:
                 path, t_exact = e["exact"], t
-        best, best_t = "none", t_exact
+        # a lossy codec must beat every exact path by the margin, the incumbent or not
+        t_fastest = min(e["rows"][key] for e in exacts if key in e["rows"])
+        best, best_t = "none", t_fastest
         for c in codecs:
             t = c["rows"].get(key)
-            if t is not None and t * margin < t_exact and t < best_t:
+            if t is not None and t * margin < t_fastest and t < best_t:
                 best, best_t = c["codec"], t
         out[key] = (best, path)
     return out
@@ -168,6 +200,8 @@ def rules(coll, nranks, choice):
             b = {k: v for k, v in (("from", lo), ("below", hi)) if v is not None}
             if b:
                 r["bytes"] = b
+            if c != "none":
+                r["min_bytes"] = 0  # the range is the threshold: the codec was measured there
             if path != "default":
                 r["exact"] = path
             out.append(r)
@@ -207,7 +241,10 @@ def from_json(items):
         path, sep, f = item.partition("=")
         if sep and path in EXACT_PATHS:
             exacts.append(load(f, path))
-        elif i == 0 and "=" not in item:
+        elif sep and not os.path.exists(item):
+            sys.exit(f"coccl_tune: --from-json {item}: the label must be one of "
+                     f"{', '.join(EXACT_PATHS)} (codec tables take no label)")
+        elif i == 0 and not exacts:
             exacts.append(load(item))
         else:
             codecs.append(load(item))
@@ -217,7 +254,8 @@ def from_json(items):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap = argparse.ArgumentParser(description="coccl_tune: a measured codec policy table "
+                                 "(docs/policy.md, \"Measured policies\")")
     ap.add_argument("--perf")
     ap.add_argument("--out", required=True)
     ap.add_argument("--ranks", type=int, default=4)
@@ -247,6 +285,8 @@ def main():
             "out-of-place times of coccl_perf, side by side", "command: " + " ".join(sys.argv)]
     all_rules = []
     if a.from_json:
+        if a.check:
+            sys.exit("coccl_tune: --check measures, so it does not go with --from-json")
         exacts, codecs = from_json(a.from_json)
         all_rules = rules(exacts[0]["collective"], exacts[0]["nranks"],
                           choose(exacts, codecs, a.margin))
@@ -259,8 +299,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for coll in a.colls.split(","):
             for dtype in a.dtypes.split(","):
-                exacts = [measure(a, coll, dtype, "none", f"{tmp}/none-{p}.json", p) for p in paths]
-                codecs = [measure(a, coll, dtype, c, f"{tmp}/{i}.json")
+                base = f"{tmp}/{coll}-{dtype}"
+                exacts = [measure(a, coll, dtype, "none", f"{base}-none-{p}.json", p) for p in paths]
+                codecs = [measure(a, coll, dtype, c, f"{base}-{i}.json")
                           for i, c in enumerate(a.codecs.split(",")) if c]
                 choice = choose(exacts, codecs, a.margin)
                 all_rules += rules(coll, exacts[0]["nranks"], choice)
@@ -277,10 +318,13 @@ def main():
         print(f"{'collective':>14} {'type':>9} {'size':>11} {'best alone':>16} {'t_best(us)':>11} "
               f"{'t_policy(us)':>12} {'best/policy':>11}")
         for coll, dtype, variants in measured:
-            pol = measure(a, coll, dtype, "policy", f"{tmp}/policy.json", policy=a.out)
+            pol = measure(a, coll, dtype, "policy", f"{tmp}/{coll}-{dtype}-policy.json",
+                          policy=a.out)
             for size, typ, lab, tb, tp, ratio in check_rows(variants, pol):
                 print(f"{coll:>14} {typ:>9} {size:>11} {lab:>16} {tb:>11.2f} {tp:>12.2f} {ratio:>11.3f}")
                 worst = ratio if worst is None else min(worst, ratio)
+        if worst is None:
+            sys.exit("coccl_tune --check: no size was measured both alone and under the table")
         print(f"coccl_tune --check: lowest best/policy ratio {worst:.3f}")
 
 

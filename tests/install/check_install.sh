@@ -11,7 +11,8 @@ root=$(cd "$src/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-# The policy files: the examples and the measured tables, every one loadable by coccl_perf below.
+# The policy files: the examples and the measured tables; each measured table is loaded by the
+# installed coccl_perf below (the examples need the plug-ins: ctest policy_example loads them).
 policies=$(find "$work/prefix/share/coccl/policy" -name '*.json' | sort)
 [ -n "$policies" ] && [ -n "$(find "$work/prefix/share/coccl/policy/tuned" -name '*.json')" ] ||
   { echo "no policy files under <prefix>/share/coccl/policy (tuned/ included)" >&2; exit 1; }

@@ -78,6 +78,27 @@ class Rules(unittest.TestCase):
         nccl["rows"][("bfloat16", 128)] = 15.0  # 20% faster: it wins that size
         self.assertEqual(t.choose([nccl, coccl], [], 1.05)[("bfloat16", 128)], ("none", "nccl"))
 
+    def test_codec_must_beat_the_fastest_exact_path(self):
+        # coccl is the incumbent (most sizes); NCCL 4% faster at one size is not past the
+        # margin, but a codec 5% faster than coccl and 1% faster than NCCL is not a win either
+        coccl = table({("float", 8): 10.0, ("float", 64): 10.0, ("float", 512): 100.0},
+                      exact="coccl")
+        nccl = table({("float", 8): 20.0, ("float", 64): 20.0, ("float", 512): 96.0},
+                     exact="nccl")
+        q = table({("float", 512): 95.0}, "int8")
+        self.assertEqual(t.choose([nccl, coccl], [q], 1.05)[("float", 512)], ("none", "coccl"))
+
+    def test_check_path_refuses_a_path_that_did_not_run(self):
+        ran = table({("float", 8): 1.0}, exact="nccl")
+        ran["algorithms"] = {("float", 8): "two-shot"}  # coccl's kernels: NCCL did not come up
+        with self.assertRaises(SystemExit):
+            t.check_path(ran, "nccl", "x")
+        t.check_path(ran, "coccl", "x")
+        ran["algorithms"] = {("float", 8): "nccl"}
+        t.check_path(ran, "nccl", "x")
+        with self.assertRaises(SystemExit):
+            t.check_path(ran, "coccl", "x")
+
     def test_sweeps_split_small_sizes(self):
         class A:
             min, max, split, factor, iters, small_iters = "8", "1G", "1M", 4, 5, 40
@@ -87,6 +108,9 @@ class Rules(unittest.TestCase):
         A.split, A.max = "1M", "64K"
         self.assertEqual(t.sweeps(A), [(8, 65536, 40)])
         self.assertEqual(t.size_bytes("64K"), 65536)
+        A.factor = 1  # would never grow: refused
+        with self.assertRaises(SystemExit):
+            t.sweeps(A)
         self.assertEqual(t.size_bytes("1GiB"), 1 << 30)
 
     def test_exact_paths_split_ranges_and_name_themselves(self):
@@ -138,7 +162,7 @@ class Rules(unittest.TestCase):
             doc = json.loads(re.sub(r"^//.*$", "", text, flags=re.M))
             self.assertEqual(doc["rules"][1], {"nranks": 3, "collective": "allgather",
                                                "dtype": "fp16", "codec": "fp8_ash_ds",
-                                               "bytes": {"from": 8}})
+                                               "bytes": {"from": 8}, "min_bytes": 0})
 
 
 if __name__ == "__main__":
