@@ -25,18 +25,23 @@ const char* collName(Coll k) {
   return "?";
 }
 
+// The policy's name for the call's collective (Send and Recv share one entry).
+cocclCollKind_t policyKind(Coll k) {
+  return k == Coll::AllReduce       ? cocclCollAllReduce
+         : k == Coll::ReduceScatter ? cocclCollReduceScatter
+         : k == Coll::AllGather     ? cocclCollAllGather
+                                    : cocclCollSendRecv;
+}
+
 // Whether coccl compresses the call (ncclDataType_t and ncclRedOp_t values are coccl's); *codec
 // receives the codec's spec. A question coccl rejects (an invalid type or op) goes to NCCL,
 // which reports its own error.
 bool compressed(const CollOp& o, char* codec, size_t codecLen) {
   if (!o.comm->coccl) return false;
-  const cocclCollKind_t kind = o.kind == Coll::AllReduce       ? cocclCollAllReduce
-                               : o.kind == Coll::ReduceScatter ? cocclCollReduceScatter
-                               : o.kind == Coll::AllGather     ? cocclCollAllGather
-                                                               : cocclCollSendRecv;
   int on = 0;
-  if (cocclCommQueryCodec(o.comm->coccl, kind, o.count, static_cast<cocclDataType_t>(o.type),
-                          static_cast<cocclRedOp_t>(o.op), &on, codec, codecLen) != cocclSuccess ||
+  if (cocclCommQueryCodec(o.comm->coccl, policyKind(o.kind), o.count,
+                          static_cast<cocclDataType_t>(o.type), static_cast<cocclRedOp_t>(o.op),
+                          &on, codec, codecLen) != cocclSuccess ||
       !on)
     return false;
   // A coccl communicator without a device (cocclCommCuDevice -1: coccl built without its
@@ -56,12 +61,10 @@ bool compressed(const CollOp& o, char* codec, size_t codecLen) {
 bool exactOnCoccl(const CollOp& o) {
   if (!o.comm->coccl || o.comm->cocclDev < 0 || o.kind == Coll::Send || o.kind == Coll::Recv)
     return false;
-  const cocclCollKind_t kind = o.kind == Coll::AllReduce       ? cocclCollAllReduce
-                               : o.kind == Coll::ReduceScatter ? cocclCollReduceScatter
-                                                               : cocclCollAllGather;
   cocclExactPath_t path = cocclExactDefault;
-  if (cocclCommQueryExactPath(o.comm->coccl, kind, o.count, static_cast<cocclDataType_t>(o.type),
-                              static_cast<cocclRedOp_t>(o.op), &path) != cocclSuccess ||
+  if (cocclCommQueryExactPath(o.comm->coccl, policyKind(o.kind), o.count,
+                              static_cast<cocclDataType_t>(o.type), static_cast<cocclRedOp_t>(o.op),
+                              &path) != cocclSuccess ||
       path != cocclExactCoccl)
     return false;
   // Device buffers only (host buffers stay with NCCL as before).

@@ -74,9 +74,7 @@ COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_
     COCCL_CHECK_ARG(comm && path, "comm or path is NULL");
     const CodecPolicy::Choice ch = queryChoice(comm, coll, count, datatype, op);
     *path = ch.codec || coll == cocclCollSendRecv ? cocclExactDefault
-            : ch.exact == ExactPath::Nccl         ? cocclExactNccl
-            : ch.exact == ExactPath::Coccl        ? cocclExactCoccl
-                                                  : cocclExactDefault;
+                                                  : static_cast<cocclExactPath_t>(ch.exact);
   });
 }
 

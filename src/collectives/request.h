@@ -19,7 +19,12 @@ const char* collName(Coll c);  // "AllReduce", ..., "Send", "Recv"
 // Which implementation runs a collective uncompressed on device buffers, as a policy rule asks
 // ("exact" in docs/policy.md): the communicator's default (COCCL_DEVICE_EXACT), the real NCCL,
 // or coccl's own kernels (CUDA IPC). Where the one asked for is not there, the other runs it.
-enum class ExactPath : unsigned char { Default, Nccl, Coccl };
+// The values are cocclExactPath_t's (cocclCommQueryExactPath returns them as they are).
+enum class ExactPath : unsigned char {
+  Default = cocclExactDefault,
+  Nccl = cocclExactNccl,
+  Coccl = cocclExactCoccl
+};
 const char* exactPathName(ExactPath e);  // "default", "nccl", "coccl"
 
 struct CollRequest {
