@@ -244,6 +244,15 @@ int parseArgs(int argc, char** argv, Options* o) {
                  "buffer memory: host, or device (cudaMalloc'd, calls on a stream, timed with "
                  "CUDA events; needs a CUDA build)")
       ->capture_default_str();
+  app.add_option("--data", o->data,
+                 "inputs: auto (standard normals for calls a lossy codec may take, small "
+                 "integers otherwise) or zero (every element 0, as nccl-tests -c 0 times fresh "
+                 "buffers; a lossy codec's speed depends on the data)")
+      ->capture_default_str();
+  app.add_option("--alloc", o->alloc,
+                 "--mem device buffers from cudaMalloc or ncclMemAlloc (cuMem memory from the "
+                 "libnccl.so.2 found at run time, as nccl-tests >= 2.19 allocates)")
+      ->capture_default_str();
   app.add_option("--codec", o->codec,
                  "codec spec for all_reduce/reduce_scatter/all_gather/sendrecv (none, int8, "
                  "fp8_ash_ds, "
@@ -311,6 +320,14 @@ int parseArgs(int argc, char** argv, Options* o) {
   }
   if (o->mem != "host" && o->mem != "device") {
     std::fprintf(stderr, "coccl_perf: --mem must be host or device\n");
+    return 1;
+  }
+  if (o->data != "auto" && o->data != "zero") {
+    std::fprintf(stderr, "coccl_perf: --data must be auto or zero\n");
+    return 1;
+  }
+  if (o->alloc != "cudaMalloc" && o->alloc != "ncclMemAlloc") {
+    std::fprintf(stderr, "coccl_perf: --alloc must be cudaMalloc or ncclMemAlloc\n");
     return 1;
   }
   if (o->mem == "device" && !deviceSupport()) {

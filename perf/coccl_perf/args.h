@@ -43,6 +43,8 @@ struct Options {
   std::vector<cocclDataType_t> types;
   std::vector<cocclRedOp_t> ops;
   std::string mem = "host";
+  std::string data = "auto";         // auto (normal for lossy calls, else exact integers) or zero
+  std::string alloc = "cudaMalloc";  // --mem device: cudaMalloc or ncclMemAlloc (nccl-tests')
   std::string codec = "none";
   CodecMode codecMode = CodecMode::None;
   std::string jsonFile;

@@ -97,6 +97,7 @@ uint64_t mix64(uint64_t x) {
 }
 
 double Gen::value(int rank, size_t i) const {
+  if (kind == DataKind::Zero) return 0.0;
   const uint64_t h = mix64(seed ^ mix64(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull +
                                         static_cast<uint64_t>(rank + 1) * 0xd1b54a32d192ed03ull));
   const TypeInfo& ti = typeInfo(type);

@@ -13,8 +13,9 @@
 namespace cocclperf {
 
 enum class DataKind {
-  Exact,  // small integers whose sums/products are exact in the type (exact paths)
-  Normal  // standard normal samples rounded to the type (compressed paths)
+  Exact,   // small integers whose sums/products are exact in the type (exact paths)
+  Normal,  // standard normal samples rounded to the type (compressed paths)
+  Zero     // every element +0 (--data zero: what nccl-tests -c 0 times on fresh buffers)
 };
 
 struct Gen {

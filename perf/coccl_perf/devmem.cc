@@ -1,6 +1,8 @@
 // Device memory of coccl_perf (see devmem.h).
 #include "devmem.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -29,6 +31,29 @@ int envInt(const char* name) {
   return end != v && !*end && x >= 0 ? static_cast<int>(x) : -1;
 }
 
+// ncclMemAlloc and ncclMemFree of the libnccl.so.2 the loader finds (ncclResult_t is an int;
+// ncclSuccess is 0).
+struct NcclMem {
+  int (*alloc)(void**, size_t) = nullptr;
+  int (*free)(void*) = nullptr;
+};
+
+const NcclMem& ncclMem() {
+  static const NcclMem m = [] {
+    NcclMem r;
+    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+      throw PerfError(std::string("--alloc ncclMemAlloc: cannot open libnccl.so.2: ") + dlerror());
+    r.alloc = reinterpret_cast<int (*)(void**, size_t)>(dlsym(h, "ncclMemAlloc"));
+    r.free = reinterpret_cast<int (*)(void*)>(dlsym(h, "ncclMemFree"));
+    if (!r.alloc || !r.free)
+      throw PerfError(
+          "--alloc ncclMemAlloc: libnccl.so.2 has no ncclMemAlloc/ncclMemFree (NCCL < 2.19?)");
+    return r;
+  }();
+  return m;
+}
+
 }  // namespace
 
 bool deviceSupport() { return true; }
@@ -48,9 +73,16 @@ int selectDevice(int proc, int thread, int nThreads) {
   return dev;
 }
 
-DeviceRank::DeviceRank(size_t bytes) {
-  check(cudaMalloc(&send_, bytes ? bytes : 1), "cudaMalloc (send buffer)");
-  check(cudaMalloc(&recv_, bytes ? bytes : 1), "cudaMalloc (recv buffer)");
+DeviceRank::DeviceRank(size_t bytes, const std::string& alloc) {
+  if (alloc == "ncclMemAlloc") {
+    const NcclMem& m = ncclMem();
+    ncclFree_ = m.free;
+    if (m.alloc(&send_, bytes ? bytes : 1) != 0 || m.alloc(&recv_, bytes ? bytes : 1) != 0)
+      throw PerfError("ncclMemAlloc of " + std::to_string(bytes) + " bytes failed");
+  } else {
+    check(cudaMalloc(&send_, bytes ? bytes : 1), "cudaMalloc (send buffer)");
+    check(cudaMalloc(&recv_, bytes ? bytes : 1), "cudaMalloc (recv buffer)");
+  }
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "cudaEventCreate");
@@ -64,8 +96,8 @@ DeviceRank::~DeviceRank() {
   if (ev0_) cudaEventDestroy(static_cast<cudaEvent_t>(ev0_));
   if (ev1_) cudaEventDestroy(static_cast<cudaEvent_t>(ev1_));
   if (stream_) cudaStreamDestroy(stream_);
-  if (send_) cudaFree(send_);
-  if (recv_) cudaFree(recv_);
+  for (void* p : {send_, recv_})
+    if (p) ncclFree_ ? static_cast<void>(ncclFree_(p)) : static_cast<void>(cudaFree(p));
 }
 
 // On the rank's own (non-blocking) stream, then waited for: a plain cudaMemcpy from pageable
@@ -111,7 +143,9 @@ namespace {
 
 bool deviceSupport() { return false; }
 int selectDevice(int, int, int) { noCuda(); }
-DeviceRank::DeviceRank(size_t) { noCuda(); }
+DeviceRank::DeviceRank(size_t, const std::string&) {
+  noCuda();
+}
 DeviceRank::~DeviceRank() = default;
 void DeviceRank::upload(void*, const void*, size_t) { noCuda(); }
 void DeviceRank::download(void*, const void*, size_t) { noCuda(); }

@@ -1,10 +1,11 @@
 // Device memory for coccl_perf --mem device (CUDA builds of the tool; COCCL_PERF_CUDA): buffers
-// from cudaMalloc, filled and checked through host copies (cudaMemcpy), calls on a stream of
-// the rank's own, timed with CUDA events after a stream synchronisation. In host-only builds
-// deviceSupport() is false and the rest is never called (it throws PerfError).
+// from cudaMalloc (or ncclMemAlloc: --alloc), filled and checked through host copies (cudaMemcpy),
+// calls on a stream of the rank's own, timed with CUDA events after a stream synchronisation. In
+// host-only builds deviceSupport() is false and the rest is never called (it throws PerfError).
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "coccl.h"
 
@@ -18,10 +19,12 @@ bool deviceSupport();
 // Returns the device.
 int selectDevice(int proc, int thread, int nThreads);
 
-// One rank's device state: two buffers, a stream, two timing events.
+// One rank's device state: two buffers, a stream, two timing events. `alloc` is "cudaMalloc" or
+// "ncclMemAlloc" (cuMem memory, as nccl-tests >= 2.19 allocates: libnccl.so.2 is opened at run
+// time; PerfError when it cannot be).
 class DeviceRank {
  public:
-  explicit DeviceRank(size_t bytesPerBuffer);
+  DeviceRank(size_t bytesPerBuffer, const std::string& alloc);
   ~DeviceRank();
   DeviceRank(const DeviceRank&) = delete;
   DeviceRank& operator=(const DeviceRank&) = delete;
@@ -41,6 +44,8 @@ class DeviceRank {
   cudaStream_t stream_ = nullptr;
   void* ev0_ = nullptr;
   void* ev1_ = nullptr;
+  using FreeFn = int (*)(void*);  // ncclMemFree (ncclResult_t), or null: cudaFree
+  FreeFn ncclFree_ = nullptr;
 };
 
 }  // namespace cocclperf

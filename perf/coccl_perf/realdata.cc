@@ -138,7 +138,7 @@ int runRealData(const Rank& rk, const Options& o, const Launch& l, const Manifes
   if (o.mem == "device") {
     size_t most = 0;
     for (const RealCase& c : m.cases) most = std::max(most, c.count * static_cast<size_t>(n));
-    dev = std::make_unique<DeviceRank>(most * 2 + 16);
+    dev = std::make_unique<DeviceRank>(most * 2 + 16, o.alloc);
   }
   for (const RealCase& c : m.cases) {
     std::vector<std::vector<uint16_t>> t(static_cast<size_t>(n));

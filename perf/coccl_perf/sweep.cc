@@ -221,7 +221,7 @@ int runSweep(const Rank& rk, const Options& o, const Launch& l) {
   const size_t words = o.maxBytes / 8 + 8;
   std::vector<uint64_t> sendBuf(words), recvBuf(words);
   std::unique_ptr<DeviceRank> dev;
-  if (o.mem == "device") dev = std::make_unique<DeviceRank>(words * 8);
+  if (o.mem == "device") dev = std::make_unique<DeviceRank>(words * 8, o.alloc);
   Sweeper sw{rk, o, codecs, {sendBuf.data(), recvBuf.data()}, table.get(), dev.get()};
 
   for (cocclDataType_t dt : o.types) {
@@ -249,7 +249,9 @@ int runSweep(const Rank& rk, const Options& o, const Launch& l) {
           Gen gen;
           gen.type = dt;
           gen.op = op;
-          gen.kind = normalData(o, o.coll, dt, op) ? DataKind::Normal : DataKind::Exact;
+          gen.kind = o.data == "zero"                ? DataKind::Zero
+                     : normalData(o, o.coll, dt, op) ? DataKind::Normal
+                                                     : DataKind::Exact;
           gen.nSum = collHasOp(o.coll) ? rk.nranks : 1;
           gen.seed = mix64(0xc0cc1ull ^ (static_cast<uint64_t>(size) << 20) ^
                            (static_cast<uint64_t>(dt) << 8) ^ (static_cast<uint64_t>(op) << 4) ^

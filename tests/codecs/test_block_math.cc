@@ -169,8 +169,8 @@ TEST(BlockMath, RatioWordEqualsTwoScaleDecodeBitwise) {
 // The owner step's rotated-domain pieces (ash_block.h): the rotated term of a payload block is
 // the transform of its decode, and the encode from w = H x is the encode of x up to fp32
 // rounding (same scale word within a few ulp, codes at most one step apart, nearly all equal);
-// all-zero w is the RAW zero block; RAW payload blocks, non-finite w and unusable scales
-// refuse.
+// all-zero w is the RAW zero block, whose payload's rotated term is +0; other RAW payload
+// blocks, non-finite w and unusable scales refuse.
 template <int G, class F>
 void checkRotated(std::mt19937& rng) {
   kmath::AshParams p;
@@ -210,6 +210,18 @@ void checkRotated(std::mt19937& rng) {
   const uint32_t raw = kmath::ashEncodeBlock<G, F>(x, y, q, p);
   ASSERT_TRUE(kmath::isRawWord(raw));
   EXPECT_FALSE((kmath::ashDecodeRotatedBlock<G, F>(q, raw, b)));
+  // ... also with zeros beside the Inf (raw scale 0, like the zero block's word)
+  for (int i = 0; i < G; ++i) x[i] = i == 3 ? -kmath::bitsFloat(0x7f800000u) : 0.0f;
+  const uint32_t rawZeroScale = kmath::ashEncodeBlock<G, F>(x, y, q, p);
+  ASSERT_EQ(rawZeroScale, kmath::rawWord(0.0f));
+  EXPECT_FALSE((kmath::ashDecodeRotatedBlock<G, F>(q, rawZeroScale, b)));
+  // the zero RAW block (an all +-0 payload block) is taken in the rotated domain: +0
+  for (int i = 0; i < G; ++i) x[i] = i % 3 ? -0.0f : 0.0f;
+  const uint32_t zeroWord = kmath::ashEncodeBlock<G, F>(x, y, q, p);
+  ASSERT_EQ(zeroWord, kmath::rawWord(0.0f));
+  for (int i = 0; i < G; ++i) b[i] = 1.0f;
+  ASSERT_TRUE((kmath::ashDecodeRotatedBlock<G, F>(q, zeroWord, b)));
+  for (int i = 0; i < G; ++i) ASSERT_EQ(kmath::floatBits(b[i]), 0u) << "i=" << i;
   // w all zero: RAW zero block
   for (int i = 0; i < G; ++i) h[i] = i % 2 ? -0.0f : 0.0f;
   uint32_t w = 1;

@@ -1,12 +1,16 @@
-// Per-call agreement on the CUDA IPC executor (agreeCall in src/collectives/cuda_ipc/
-// kernel_common.cuh), on 3 processes sharing GPU 0: ranks whose calls differ in count, op,
-// datatype or root enqueue successfully, their kernels stop within seconds without writing
-// recvbuff, cocclCommGetAsyncError gives cocclInvalidUsage on every rank, and the next call
-// fails naming the field and both values. The NCCL executor does not check yet (README
-// "Agreement").
+// Per-call agreement on the device executors, on 3 processes sharing GPU 0: ranks whose calls
+// differ in count, op, datatype or root enqueue successfully, cocclCommGetAsyncError gives
+// cocclInvalidUsage on every rank within seconds, and the next call fails naming the field and
+// both values.
+//   CUDA IPC (agreeCall in src/collectives/cuda_ipc/kernel_common.cuh): the kernels stop
+//   without writing recvbuff.
+//   NCCL transport (src/collectives/nccl/call_check.h): the check runs before the call; NCCL's
+//   kernels of the call itself may then hang or write recvbuff, so the test waits for the
+//   error, then aborts (which releases them).
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu_util.h"
@@ -39,10 +43,7 @@ Side with(Side s, void (*f)(Side&)) {
 }
 
 const Case kCases[] = {
-    {"count_exact",
-     {},
-     with({}, [](Side& s) { s.count = 65535; }),
-     "count differs"},
+    {"count_exact", {}, with({}, [](Side& s) { s.count = 65535; }), "count differs"},
     {"count_compressed_same_blocks",
      with({},
           [](Side& s) {
@@ -57,6 +58,7 @@ const Case kCases[] = {
             s.codec = "fp8_ash_ds";
           }),
      "count differs"},
+    {"op_exact", {}, with({}, [](Side& s) { s.op = cocclMax; }), "op differs"},
     {"op_compressed", with({}, [](Side& s) { s.codec = "fp8_ash_ds"; }),
      with({},
           [](Side& s) {
@@ -81,6 +83,36 @@ const Case kCases[] = {
      "root differs"},
 };
 
+// Rank r's side of case k: its buffers (recvbuff filled with 0xCD), its stream, its call.
+struct SideCall {
+  Side s;
+  size_t bytes;
+  DevBuf in, out;
+  cudaStream_t st = nullptr;
+  cocclCodec_t codec = nullptr;
+
+  SideCall(const Case& k, int rank)
+      : s(rank == 2 ? k.odd : k.common),
+        bytes(s.count * (s.dt == cocclFloat32 ? 4 : 2)),
+        in(bytes, 0x11),
+        out(bytes, 0xCD) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    if (s.codec) {
+      EXPECT_EQ(cocclCodecCreate(s.codec, &codec), cocclSuccess);
+    }
+  }
+  ~SideCall() {
+    if (codec) cocclCodecDestroy(codec);
+    if (st) cudaStreamDestroy(st);
+  }
+  // Enqueues the call on st; returns its result.
+  cocclResult_t enqueue(cocclComm_t comm) {
+    return s.broadcast
+               ? cocclBroadcast(in.data(), out.data(), s.count, s.dt, s.root, comm, st)
+               : cocclAllReduceCodec(in.data(), out.data(), s.count, s.dt, s.op, codec, comm, st);
+  }
+};
+
 class DeviceAgreement : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
@@ -93,39 +125,62 @@ TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
   runGpuRanks(
       3,
       [&k](Rank& r) {
-        const Side& s = r.rank == 2 ? k.odd : k.common;
-        cudaStream_t st;
-        CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-        const size_t bytes = s.count * (s.dt == cocclFloat32 ? 4 : 2);
-        DevBuf in(bytes, 0x11), out(bytes, 0xCD);
-        cocclCodec_t codec = nullptr;
-        if (s.codec) {
-          ASSERT_EQ(cocclCodecCreate(s.codec, &codec), cocclSuccess);
-        }
+        SideCall c(k, r.rank);
         const auto t0 = std::chrono::steady_clock::now();
-        const cocclResult_t res =
-            s.broadcast ? cocclBroadcast(in.data(), out.data(), s.count, s.dt, s.root, r.comm, st)
-                        : cocclAllReduceCodec(in.data(), out.data(), s.count, s.dt, s.op, codec,
-                                              r.comm, st);
-        EXPECT_EQ(res, cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
-        CUDA_OK(cudaStreamSynchronize(st));
+        EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
+        CUDA_OK(cudaStreamSynchronize(c.st));
         EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                   10.0);
         cocclResult_t async = cocclSuccess;
         ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
         EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
-        const std::vector<uint8_t> got = out.download();
-        EXPECT_EQ(got, std::vector<uint8_t>(bytes, 0xCD))
+        const std::vector<uint8_t> got = c.out.download();
+        EXPECT_EQ(got, std::vector<uint8_t>(c.bytes, 0xCD))
             << "rank " << r.rank << ": recvbuff written";
-        EXPECT_TRUE(out.guardsIntact());
+        EXPECT_TRUE(c.out.guardsIntact());
         // The next call names the difference.
-        EXPECT_EQ(cocclAllReduce(in.data(), out.data(), 16, cocclFloat32, cocclSum, r.comm, st),
-                  cocclInvalidUsage);
+        EXPECT_EQ(
+            cocclAllReduce(c.in.data(), c.out.data(), 16, cocclFloat32, cocclSum, r.comm, c.st),
+            cocclInvalidUsage);
         const std::string msg = cocclGetLastError(r.comm);
         EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
-        if (codec) cocclCodecDestroy(codec);
         EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
-        cudaStreamDestroy(st);
+      },
+      o);
+}
+
+// Over the NCCL transport the check runs before the call: every disagreement is reported,
+// also those on which NCCL then hangs.
+TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
+  COCCL_REQUIRE_GPU();
+  const Case k = GetParam();
+  GpuRunOptions o = overNcclTransport(GpuRunOptions());
+  o.config.timeoutMs = 20000;
+  o.destroyComm = false;
+  runGpuRanks(
+      3,
+      [&k](Rank& r) {
+        SideCall c(k, r.rank);
+        EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
+        // The call itself may hang in NCCL: wait for the error, not for the stream.
+        cocclResult_t async = cocclSuccess;
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+          ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+          if (async != cocclSuccess && async != cocclInProgress) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
+        EXPECT_EQ(
+            cocclAllReduce(c.in.data(), c.out.data(), 16, cocclFloat32, cocclSum, r.comm, c.st),
+            cocclInvalidUsage);
+        const std::string msg = cocclGetLastError(r.comm);
+        EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
+        EXPECT_NE(msg.find("device path (NCCL)"), std::string::npos) << msg;
+        EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
+        (void)cudaStreamSynchronize(c.st);  // released by the abort
+        (void)cudaGetLastError();
+        EXPECT_TRUE(c.in.guardsIntact() && c.out.guardsIntact()) << "rank " << r.rank;
       },
       o);
 }
@@ -134,10 +189,7 @@ INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreement, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 // Calls that agree keep working with the agreement on (many small calls, graph-free).
-TEST(DeviceAgreement, CudaIpcAgreeingCallsStillRight) {
-  COCCL_REQUIRE_GPU();
-  GpuRunOptions o;
-  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_DEVICE_EXACT", "coccl"}};
+void agreeingCallsStillRight(const GpuRunOptions& o) {
   runGpuRanks(
       3,
       [](Rank& r) {
@@ -161,6 +213,19 @@ TEST(DeviceAgreement, CudaIpcAgreeingCallsStillRight) {
         cudaStreamDestroy(st);
       },
       o);
+}
+
+TEST(DeviceAgreement, CudaIpcAgreeingCallsStillRight) {
+  COCCL_REQUIRE_GPU();
+  GpuRunOptions o;
+  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_DEVICE_EXACT", "coccl"}};
+  agreeingCallsStillRight(o);
+}
+
+// Over NCCL, the 300 calls' descriptors all pass through the one scratch slot, stream-ordered.
+TEST(DeviceAgreement, NcclTransportAgreeingCallsStillRight) {
+  COCCL_REQUIRE_GPU();
+  agreeingCallsStillRight(overNcclTransport(GpuRunOptions()));
 }
 
 }  // namespace

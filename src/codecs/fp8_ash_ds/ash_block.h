@@ -132,7 +132,8 @@ COCCL_HD void ashDecodeBlock(const uint8_t* codes, uint32_t word, float* out, De
 //   ashEncodeRotatedBlock(w).
 // A block takes the linear order (the sum of decoded blocks, then ashEncodeBlock) instead when
 // it is the partial last block of a chunk (its zero padding must be restored in the linear
-// domain), when a peer's block is RAW (non-finite, all-zero or tiny input), when w holds a NaN
+// domain), when a peer's block is RAW other than the zero block (non-finite or tiny input;
+// the zero block's term is +0), when w holds a NaN
 // or Inf (non-finite own input, or a transform that overflowed) or when its scales are
 // unusable (the RAW encode needs S).
 
@@ -146,13 +147,29 @@ COCCL_HD_CONSTEXPR bool ashRotatedReduceFor(int typeBytes) {
   return typeBytes == 2 || (COCCL_ROTATED_REDUCE_FP32 != 0 && typeBytes == 4);
 }
 
+// Whether a RAW block is the zero block: scale word of r = 0 and every code +-0 (a block with
+// NaN or Inf beside zeros also has r = 0, but codes of its own for those).
+template <int G>
+COCCL_HD bool ashIsZeroRawBlock(const uint8_t* codes, uint32_t word) {
+  if (word != rawWord(0.0f)) return false;
+  uint32_t any = 0;
+  for (int i = 0; i < G; ++i) any |= codes[i] & 0x7fu;
+  return any == 0;
+}
+
 // term_r of a peer block: H(decode(codes, word)) = fp8ToFloat(q_i) * (G c) for a transform
-// block (G c exact: c is a normal fp32 and G a power of two); returns false (out untouched) for
-// a RAW block, whose owner step then takes the linear order.
+// block (G c exact: c is a normal fp32 and G a power of two), +0 everywhere for the zero RAW
+// block (all-zero input: H 0 = 0; zeros are common in nccl-tests' -c 0 buffers and in sparse
+// gradients, and the linear order costs p + 1 transforms); returns false (out untouched) for
+// any other RAW block, whose owner step then takes the linear order.
 template <int G, class F, class Deq = Fp8Dequant<F>>
 COCCL_HD bool ashDecodeRotatedBlock(const uint8_t* codes, uint32_t word, float* out,
                                     Deq deq = Deq()) {
-  if (isRawWord(word)) return false;
+  if (isRawWord(word)) {
+    if (!ashIsZeroRawBlock<G>(codes, word)) return false;
+    for (int i = 0; i < G; ++i) out[i] = 0.0f;
+    return true;
+  }
   const float gc = mulRn(bitsFloat(word), static_cast<float>(G));
   for (int i = 0; i < G; ++i) out[i] = mulRn(deq(codes[i]), gc);
   return true;

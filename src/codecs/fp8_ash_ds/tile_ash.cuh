@@ -162,18 +162,30 @@ struct TileAsh {
     return R && kmath::ashRotatedReduceFor(typeBytes);
   }
 
-  // out = H(decode(q, word)) = q * (G c) of a transform block, no transform; clears ok for a
-  // RAW block (the owner step then takes the linear order for the group).
+  // out = H(decode(q, word)) = q * (G c) of a transform block, no transform; +0 for the zero
+  // RAW block; clears ok for any other RAW block (the owner step then takes the linear order
+  // for the group). kmath::ashDecodeRotatedBlock.
   __device__ __forceinline__ static void decodeRotated(const uint32_t (&q)[E1][W], uint32_t word,
                                                        float (&out)[E1][E0], bool& ok) {
     using namespace kmath;
-    ok = ok && !isRawWord(word);
+    const bool raw = isRawWord(word);  // the same in every lane of a group
+    bool zero = false;
+    if (__any_sync(kFullMask, raw)) {  // warp-uniform: the group's codes over its L lanes
+      uint32_t nz = word ^ rawWord(0.0f);
+#pragma unroll
+      for (int j = 0; j < E1; ++j)
+#pragma unroll
+        for (int k = 0; k < W; ++k) nz |= q[j][k] & 0x7f7f7f7fu;
+      const uint32_t any = groupMaxBits<L>(nz);  // every lane of the warp (no short circuit)
+      zero = raw && any == 0u;
+    }
+    ok = ok && (!raw || zero);
     dequant(q, out);
     const float gc = mulRn(bitsFloat(word), static_cast<float>(G));
 #pragma unroll
     for (int j = 0; j < E1; ++j)
 #pragma unroll
-      for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], gc);
+      for (int e = 0; e < E0; ++e) out[j][e] = zero ? 0.0f : mulRn(out[j][e], gc);
   }
 
   // Encodes each group's block S from w = H S into q and returns its scale word; clears ok

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "codecs/codec.h"
+#include "collectives/call_desc.h"
+#include "collectives/nccl/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
 #include "core/dtype.h"
@@ -57,6 +59,7 @@ struct NcclExecutor::Impl {
   std::unique_ptr<NcclComm> tr;
   std::unique_ptr<NcclMover> mover;
   std::unique_ptr<StagedCodec> staged;  // null when exact-only
+  std::unique_ptr<NcclCallCheck> check;  // null under COCCL_NCCL_CALL_CHECK=0
   size_t slotBytes = 0;
   bool takesDefaultExact = true;  // exact-only: also the calls no rule assigned
 
@@ -67,6 +70,7 @@ struct NcclExecutor::Impl {
     if (device >= 0) (void)cudaSetDevice(device);
     tr.reset();      // ncclCommDestroy (or abort) before the buffers NCCL may reference go
     staged.reset();  // its stream, events and staging
+    check.reset();
     if (prev >= 0) (void)cudaSetDevice(prev);
   }
 };
@@ -97,17 +101,20 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     if (!exactOnly)
       m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl",
                                                stagedAllReduceAlgo(c.config().algo));
+    if (c.config().ncclCallCheck) m.check = std::make_unique<NcclCallCheck>(m.p, m.me);
   } catch (const Error& e) {
     failure = e.what();
   }
   // Every rank must have its staging, and the same slot size (the pieces and the byte counts
   // of every send and receive follow from it): all agree, or the executor is off everywhere.
   std::string reason = agree(c.bootstrap(), failure);
-  if (reason.empty() && !exactOnly)  // exact-only: no slots
-    reason = agreeValues(c.bootstrap(), {{"COCCL_CHUNK_BYTES", m.slotBytes}});
+  if (reason.empty())  // exact-only: no slots (0 everywhere)
+    reason = agreeValues(c.bootstrap(), {{"COCCL_CHUNK_BYTES", exactOnly ? 0 : m.slotBytes},
+                                         {"COCCL_NCCL_CALL_CHECK", m.check ? 1u : 0u}});
   if (!reason.empty()) {
     *why = "NCCL executor: " + reason;
     m.staged.reset();
+    m.check.reset();
     m.tr.reset();  // ncclCommDestroy now; nothing to quiesce in ~NcclExecutor
     return nullptr;
   }
@@ -156,7 +163,15 @@ bool NcclExecutor::supports(const CollRequest& r) const {
 }
 
 cocclResult_t NcclExecutor::asyncError() const {
+  if (impl_->check && impl_->check->error() != cocclSuccess) return impl_->check->error();
   return impl_->tr ? impl_->tr->asyncError() : cocclSuccess;
+}
+
+std::string NcclExecutor::asyncErrorMessage() const {
+  if (!impl_->check || impl_->check->error() == cocclSuccess) return "";
+  return "device path (NCCL): " + impl_->check->message() +
+         " (found before the call ran; NCCL's kernels of the call were not held back and may "
+         "have written recvbuff; the communicator is broken: destroy or abort it)";
 }
 
 void NcclExecutor::abort() {
@@ -188,6 +203,14 @@ void NcclExecutor::quiesce() {
 void NcclExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   DeviceGuard g(m.device);
+  // Wire bytes: the payload's (as over CUDA IPC, not the descriptors).
+  if (!m.check) return runChecked(r, stats);
+  m.check->check(makeCallDesc(r), *m.tr, static_cast<cudaStream_t>(r.stream));
+  runChecked(r, stats);
+}
+
+void NcclExecutor::runChecked(const CollRequest& r, CollStats& stats) {
+  Impl& m = *impl_;
   if (r.codec) return m.staged->run(r, stats);
   const size_t bytes = r.count * dtypeSize(r.dt);
   const int p = m.p;

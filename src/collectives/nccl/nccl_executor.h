@@ -7,7 +7,8 @@
 // (collectives/staged/staged_codec.h: the codec's device operations, built-in or plug-in, with
 // grouped ncclSend/ncclRecv moving the encoded pieces of COCCL_CHUNK_BYTES), bit for bit the
 // results of the host path and of the CUDA IPC path. Uncompressed collectives and Send/Recv
-// are NCCL's own.
+// are NCCL's own. Every collective is first checked for agreement across ranks
+// (call_check.h; COCCL_NCCL_CALL_CHECK).
 #pragma once
 
 #include <memory>
@@ -43,7 +44,10 @@ class NcclExecutor final : public Executor {
   void run(const CollRequest& r, CollStats& stats) override;
   void runP2P(const std::vector<CollRequest>& group, CollStats& stats) override;
 
+  // NCCL's asynchronous error, or cocclInvalidUsage once the per-call check (call_check.h)
+  // saw ranks disagree (asyncErrorMessage names the fields).
   cocclResult_t asyncError() const override;
+  std::string asyncErrorMessage() const override;
   void abort() override;
   // Waits (bounded by COCCL_TIMEOUT_MS) for the internal stream, then the device.
   void quiesce() override;
@@ -51,6 +55,7 @@ class NcclExecutor final : public Executor {
 
  private:
   NcclExecutor(CommContext& c, int device);
+  void runChecked(const CollRequest& r, CollStats& stats);  // run() after the agreement
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,54 @@
+// Per-call agreement over the NCCL transport (collectives/call_desc.h). Before every collective
+// the NCCL executor runs, on the caller's stream:
+//   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
+//      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
+//      device scratch;
+//   2. an ncclAllGather gathers every rank's descriptor (nranks x 128 bytes);
+//   3. a one-block kernel compares all of them; on a difference it copies the nranks
+//      descriptors into mapped host memory and raises the error word (the first difference
+//      wins, later calls keep it).
+// Every rank holds the same descriptors, so every rank sees the difference and prints the same
+// message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
+// badly enough to leave NCCL waiting (different counts or roots can) are told by
+// cocclCommGetAsyncError even while the call hangs; NCCL's kernels of the disagreeing call are
+// not held back (they start once enqueued) and may write recvbuff.
+// Cost (perf/RESULTS.md, "Per-call agreement over NCCL"): about +20 us a call over NCCL's
+// socket transport on one H200 (8 B: 25-29 -> 47-53 us), nothing measurable from 256 KiB.
+// Running the all-gather in one NCCL group with an exact call (then comparing after it) was
+// measured no faster there, and it would leave the hanging disagreements unreported.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "coccl.h"
+
+namespace coccl {
+
+struct CallDesc;
+class NcclComm;
+
+class NcclCallCheck {
+ public:
+  // Scratch for `nranks` descriptors on the current device and the mapped host state.
+  // Throws Error.
+  NcclCallCheck(int nranks, int rank);
+  ~NcclCallCheck();
+  NcclCallCheck(const NcclCallCheck&) = delete;
+  NcclCallCheck& operator=(const NcclCallCheck&) = delete;
+
+  // Steps 1-3 above for the call described by `d`, on `stream` (enqueue the call after).
+  void check(const CallDesc& d, NcclComm& tr, cudaStream_t stream);
+  // cocclInvalidUsage once a difference was seen, else cocclSuccess. Cheap, any thread.
+  cocclResult_t error() const;
+  // The difference, as callDescMismatch words it; "" while there is none.
+  std::string message() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coccl
