@@ -77,8 +77,11 @@ DeviceRank::DeviceRank(size_t bytes, const std::string& alloc) {
   if (alloc == "ncclMemAlloc") {
     const NcclMem& m = ncclMem();
     ncclFree_ = m.free;
-    if (m.alloc(&send_, bytes ? bytes : 1) != 0 || m.alloc(&recv_, bytes ? bytes : 1) != 0)
+    if (m.alloc(&send_, bytes ? bytes : 1) != 0 || m.alloc(&recv_, bytes ? bytes : 1) != 0) {
+      for (void* p : {send_, recv_})
+        if (p) m.free(p);
       throw PerfError("ncclMemAlloc of " + std::to_string(bytes) + " bytes failed");
+    }
   } else {
     check(cudaMalloc(&send_, bytes ? bytes : 1), "cudaMalloc (send buffer)");
     check(cudaMalloc(&recv_, bytes ? bytes : 1), "cudaMalloc (recv buffer)");

@@ -118,6 +118,9 @@ TEST(QueryExactPath, AnswersWithTheDecidingRule) {
         EXPECT_EQ(ask(cocclCollAllReduce, 0), cocclExactDefault);
         EXPECT_EQ(ask(cocclCollAllGather, 16), cocclExactDefault);  // the default rule
         EXPECT_EQ(ask(cocclCollSendRecv, 16), cocclExactDefault);
+        // The last error without a communicator is the process's: one thread asks (the other
+        // rank's thread would overwrite it between the call and the read).
+        if (r.rank != 0) return;
         cocclExactPath_t e;
         EXPECT_EQ(
             cocclCommQueryExactPath(r.comm, cocclCollAllReduce, 1, cocclFloat32, cocclSum, nullptr),

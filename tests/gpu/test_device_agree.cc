@@ -157,6 +157,7 @@ TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
   GpuRunOptions o = overNcclTransport(GpuRunOptions());
   o.config.timeoutMs = 20000;
   o.destroyComm = false;
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
   runGpuRanks(
       3,
       [&k](Rank& r) {
@@ -225,7 +226,9 @@ TEST(DeviceAgreement, CudaIpcAgreeingCallsStillRight) {
 // Over NCCL, the 300 calls' descriptors all pass through the one scratch slot, stream-ordered.
 TEST(DeviceAgreement, NcclTransportAgreeingCallsStillRight) {
   COCCL_REQUIRE_GPU();
-  agreeingCallsStillRight(overNcclTransport(GpuRunOptions()));
+  GpuRunOptions o = overNcclTransport(GpuRunOptions());
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
+  agreeingCallsStillRight(o);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Per-call agreement over the NCCL transport (call_check.h).
 #include "collectives/nccl/call_check.h"
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -36,7 +37,14 @@ NcclCallCheck::NcclCallCheck(int nranks, int rank) : impl_(std::make_unique<Impl
   COCCL_CUDA_CHECK(cudaMalloc(&d, words * 8 + 8));
   m.dev = static_cast<uint64_t*>(d);
   m.devFirst = reinterpret_cast<uint32_t*>(m.dev + words);
-  COCCL_CUDA_CHECK(cudaMemset(d, 0, words * 8 + 8));
+  // On a stream of its own: a device-wide synchronisation here could wait on other
+  // communicators' kernels that wait on peers still in init.
+  cudaStream_t s = nullptr;
+  COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const cudaError_t ms = cudaMemsetAsync(d, 0, words * 8 + 8, s);
+  const cudaError_t ss = ms == cudaSuccess ? cudaStreamSynchronize(s) : ms;
+  COCCL_CUDA_WARN(cudaStreamDestroy(s));
+  COCCL_CUDA_CHECK(ss);
   void* h = nullptr;
   COCCL_CUDA_CHECK(cudaHostAlloc(&h, sizeof(CheckHostState), cudaHostAllocMapped));
   m.host = static_cast<CheckHostState*>(h);
@@ -46,7 +54,6 @@ NcclCallCheck::NcclCallCheck(int nranks, int rank) : impl_(std::make_unique<Impl
   COCCL_CUDA_CHECK(cudaHostAlloc(&hd, static_cast<size_t>(nranks) * 128, cudaHostAllocMapped));
   m.descs = static_cast<uint64_t*>(hd);
   COCCL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.descsDev), hd, 0));
-  COCCL_CUDA_CHECK(cudaDeviceSynchronize());  // the memset before any call's kernels
 }
 
 NcclCallCheck::~NcclCallCheck() = default;
@@ -69,6 +76,7 @@ cocclResult_t NcclCallCheck::error() const {
 std::string NcclCallCheck::message() const {
   const Impl& m = *impl_;
   if (!m.host->error) return "";
+  std::atomic_thread_fence(std::memory_order_acquire);  // the descriptors after the flag
   std::vector<CallDesc> all(static_cast<size_t>(m.p));
   for (int r = 0; r < m.p; ++r) all[static_cast<size_t>(r)] = callDescFromBytes(m.descs + 16 * r);
   return callDescMismatch(all.data(), m.p);

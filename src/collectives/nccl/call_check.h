@@ -13,7 +13,11 @@
 // cocclCommGetAsyncError even while the call hangs; NCCL's kernels of the disagreeing call are
 // not held back (they start once enqueued) and may write recvbuff.
 // Cost (perf/RESULTS.md, "Per-call agreement over NCCL"): about +20 us a call over NCCL's
-// socket transport on one H200 (8 B: 25-29 -> 47-53 us), nothing measurable from 256 KiB.
+// socket transport on one H200 (8 B: 25-29 -> 47-53 us), within the run-to-run spread from 256 KiB.
+// Off by default (COCCL_NCCL_CALL_CHECK=1 turns it on): the scratch is one per communicator and
+// only the calls of one stream are ordered around it, so calls of one communicator on two
+// streams can overwrite each other's descriptors and be reported as disagreeing. The fix is a
+// scratch per stream (and one per captured graph, kept alive with the graph).
 // Running the all-gather in one NCCL group with an exact call (then comparing after it) was
 // measured no faster there, and it would leave the hanging disagreements unreported.
 #pragma once

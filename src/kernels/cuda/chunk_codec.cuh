@@ -64,7 +64,7 @@ struct ReduceTileArgs {
 // acc = the sum over ranks in order (first term assigned) of the raw input and the decoded
 // payloads of block b (kRot: their transforms, tile family C's decodeRotated), times scale; the
 // linear sum has its padding zeroed, as encode(fp32 acc) would see it.
-// kRot clears ok for a group with a RAW payload block.
+// kRot clears ok for a group with a RAW payload block other than the zero block.
 template <class C, class S, class Tag, bool kRot>
 __device__ __forceinline__ void sumTile(const ReduceTileArgs<Tag> a,
                                         const typename C::Params& prm, size_t b, int lig,
@@ -147,7 +147,7 @@ __device__ __forceinline__ uint32_t encodeSum(const float (&acc)[S::kE1][S::kE0]
 // reduceChunkT's owner step in the rotated domain (a tile family C whose rotatedReduceFor the
 // type, a raw input, an encode: the host's order, block_driver.h): per tile the rotated sum
 // and its encoding; a tile holding a group whose block refuses (the partial last block, a RAW
-// payload block, non-finite or unusable scales) runs the linear sum as well, which those groups
+// payload block other than the zero block, non-finite or unusable scales) runs the linear sum as well, which those groups
 // take.
 template <class C, class S, class Tag>
 __device__ __forceinline__ void reduceEncodeRotatedChunk(const ReduceTileArgs<Tag>& a,
