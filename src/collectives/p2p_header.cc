@@ -87,4 +87,42 @@ std::string p2pMismatch(const P2PHeader& s, const P2PHeader& r, int src, int dst
   return where + ": sender and receiver disagree: " + diff;
 }
 
+namespace {
+
+std::string messages(uint64_t n, uint64_t bytes, const char* what) {
+  return format("%llu %s%s (%llu bytes)", static_cast<unsigned long long>(n), what,
+                n == 1 ? "" : "s", static_cast<unsigned long long>(bytes));
+}
+
+// One direction: `from` sends (n, bytes, hash), `to` posted receives (rn, rbytes, rhash).
+std::string direction(int from, uint64_t n, uint64_t bytes, uint64_t hash, int to, uint64_t rn,
+                      uint64_t rbytes, uint64_t rhash) {
+  if (n == rn && bytes == rbytes && hash == rhash) return "";
+  std::string s = format("rank %d sends %s to ", from, messages(n, bytes, "message").c_str());
+  s += from == to ? "itself" : format("rank %d", to);
+  s += from == to ? " and posted " : ", which posted ";
+  s += messages(rn, rbytes, "receive") + " from " +
+       (from == to ? std::string("itself") : format("rank %d", from));
+  if (n == rn && bytes == rbytes) s += " (the same totals, other message sizes)";
+  return s;
+}
+
+}  // namespace
+
+std::string p2pPairMismatch(const P2PPairCounts& mine, int myRank, const P2PPairCounts& theirs,
+                            int peer) {
+  const std::string out = direction(myRank, mine.sends, mine.sendBytes, mine.sendHash, peer,
+                                    theirs.recvs, theirs.recvBytes, theirs.recvHash);
+  const std::string in = peer == myRank
+                             ? std::string()
+                             : direction(peer, theirs.sends, theirs.sendBytes, theirs.sendHash,
+                                         myRank, mine.recvs, mine.recvBytes, mine.recvHash);
+  if (out.empty() && in.empty()) return "";
+  std::string s = "device Send/Recv of one group disagree: ";
+  s += out;
+  if (!out.empty() && !in.empty()) s += "; ";
+  s += in;
+  return s;
+}
+
 }  // namespace coccl

@@ -74,4 +74,18 @@ P2PHeader makeP2PHeader(P2PRole role, uint64_t seq, size_t count, cocclDataType_
 // the ranks, for the message.
 std::string p2pMismatch(const P2PHeader& sender, const P2PHeader& receiver, int src, int dst);
 
+// What one rank sends to and receives from one peer in one group of device Send/Recv (the
+// CUDA IPC P2P kernel's pair agreement, cuda_ipc/dev_types.h P2PPairWord, words 1-6 in this
+// order): message counts, total bytes, FNV-1a over the messages' byte counts in posting order.
+struct P2PPairCounts {
+  uint64_t sends, sendBytes, sendHash, recvs, recvBytes, recvHash;
+};
+
+// "" when `mine` (rank myRank's, with `peer`) and `theirs` (peer's, with myRank) match: each
+// side's sends are the other's receives. Else the message both ends print, naming each
+// direction that differs with both sides' counts and bytes; peer == myRank compares a rank's
+// sends to itself with its receives from itself.
+std::string p2pPairMismatch(const P2PPairCounts& mine, int myRank, const P2PPairCounts& theirs,
+                            int peer);
+
 }  // namespace coccl

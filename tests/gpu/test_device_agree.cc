@@ -1,7 +1,8 @@
 // Per-call agreement on the device executors, on 3 processes sharing GPU 0: ranks whose calls
 // differ in count, op, datatype or root enqueue successfully, cocclCommGetAsyncError gives
 // cocclInvalidUsage on every rank within seconds, and the next call fails naming the field and
-// both values.
+// both values; exact device Send/Recv pairs whose sizes differ likewise (the P2P kernel's pair
+// agreement).
 //   CUDA IPC (agreeCall in src/collectives/cuda_ipc/kernel_common.cuh): the kernels stop
 //   without writing recvbuff.
 //   NCCL transport (src/collectives/nccl/call_check.h): the check runs before the call; NCCL's
@@ -223,12 +224,131 @@ TEST(DeviceAgreement, CudaIpcAgreeingCallsStillRight) {
   agreeingCallsStillRight(o);
 }
 
-// Over NCCL, the 300 calls' descriptors all pass through the one scratch slot, stream-ordered.
+// Over NCCL, the 300 calls' descriptors all pass through the stream's one scratch slot.
 TEST(DeviceAgreement, NcclTransportAgreeingCallsStillRight) {
   COCCL_REQUIRE_GPU();
   GpuRunOptions o = overNcclTransport(GpuRunOptions());
   o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
   agreeingCallsStillRight(o);
+}
+
+// Over NCCL with the check on, calls on two streams and a captured graph overlap without
+// syncs in between: each stream has its own scratch slot and each captured call one the graph
+// keeps, so no rank reports a false disagreement (with one slot for all, a later call's
+// descriptor, another count, could overwrite one not yet gathered), and the sums are right.
+TEST(DeviceAgreement, NcclTransportStreamsAndGraphsNoFalseAlarm) {
+  COCCL_REQUIRE_GPU();
+  GpuRunOptions o = overNcclTransport(GpuRunOptions());
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
+  o.harnessTimeoutS = 150;
+  runGpuRanks(
+      3,
+      [](Rank& r) {
+        constexpr size_t kA = 1000, kB = 3000, kG = 700;  // counts differ per stream
+        cudaStream_t sa, sb, sg;
+        CUDA_OK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
+        CUDA_OK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+        CUDA_OK(cudaStreamCreateWithFlags(&sg, cudaStreamNonBlocking));
+        std::vector<int32_t> h(kB, r.rank + 1);
+        DevBuf in(kB * 4), outA(kA * 4), outB(kB * 4), outG1(kG * 4), outG2(kG * 4);
+        in.upload(h.data(), kB * 4);
+        // Two calls captured into one graph (slots of their own, kept by the graph).
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        CUDA_OK(cudaStreamBeginCapture(sg, cudaStreamCaptureModeGlobal));
+        ASSERT_EQ(cocclAllReduce(in.data(), outG1.data(), kG, cocclInt32, cocclSum, r.comm, sg),
+                  cocclSuccess);
+        ASSERT_EQ(cocclAllReduce(in.data(), outG2.data(), kG - 1, cocclInt32, cocclSum, r.comm, sg),
+                  cocclSuccess);
+        CUDA_OK(cudaStreamEndCapture(sg, &graph));
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        for (int i = 0; i < 100; ++i) {
+          ASSERT_EQ(cocclAllReduce(in.data(), outA.data(), kA - static_cast<size_t>(i % 3),
+                                   cocclInt32, cocclSum, r.comm, sa),
+                    cocclSuccess);
+          if (i % 10 == 5) CUDA_OK(cudaGraphLaunch(exec, sg));
+          ASSERT_EQ(cocclAllReduce(in.data(), outB.data(), kB - static_cast<size_t>(i % 5),
+                                   cocclInt32, cocclSum, r.comm, sb),
+                    cocclSuccess);
+        }
+        CUDA_OK(cudaStreamSynchronize(sa));
+        CUDA_OK(cudaStreamSynchronize(sb));
+        CUDA_OK(cudaStreamSynchronize(sg));
+        cocclResult_t async = cocclSuccess;
+        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+        EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+        for (DevBuf* b : {&outA, &outB, &outG1}) {
+          const std::vector<uint8_t> got = b->download(4);
+          int32_t v;
+          std::memcpy(&v, got.data(), 4);
+          EXPECT_EQ(v, 6) << "rank " << r.rank;
+        }
+        CUDA_OK(cudaGraphExecDestroy(exec));
+        CUDA_OK(cudaGraphDestroy(graph));  // gives the graph's slots back
+        // A call after the graph's slots came back still agrees.
+        ASSERT_EQ(cocclAllReduce(in.data(), outA.data(), kA, cocclInt32, cocclSum, r.comm, sg),
+                  cocclSuccess);
+        CUDA_OK(cudaStreamSynchronize(sg));
+        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+        EXPECT_EQ(async, cocclSuccess);
+        cudaStreamDestroy(sa);
+        cudaStreamDestroy(sb);
+        cudaStreamDestroy(sg);
+      },
+      o);
+}
+
+// Exact device Send/Recv over CUDA IPC: a ring of 3 where rank 1 expects 1001 floats from rank
+// 0, which sends 1000 (one round of the P2P kernel either way: before the pair agreement the
+// last float came from stale inbox bytes, silently). Ranks 0 and 1 fail with cocclInvalidUsage
+// naming both sizes (or, one of them, cocclRemoteError when the other end poisoned its flags
+// first); rank 2, waiting for rank 1's data, with cocclRemoteError; nobody's receive buffer is
+// written.
+TEST(DeviceAgreement, CudaIpcSendRecvSizeDiffers) {
+  COCCL_REQUIRE_GPU();
+  GpuRunOptions o;
+  o.config.timeoutMs = 20000;
+  o.destroyComm = false;
+  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}};
+  runGpuRanks(
+      3,
+      [](Rank& r) {
+        cudaStream_t st;
+        CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+        const size_t n = 1000, expect = r.rank == 1 ? 1001 : 1000;
+        DevBuf in(n * 4, 0x11), out(expect * 4, 0xCD);
+        const int next = (r.rank + 1) % 3, prev = (r.rank + 2) % 3;
+        ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+        ASSERT_EQ(cocclSend(in.data(), n, cocclFloat32, next, r.comm, st), cocclSuccess);
+        ASSERT_EQ(cocclRecv(out.data(), expect, cocclFloat32, prev, r.comm, st), cocclSuccess);
+        ASSERT_EQ(cocclGroupEnd(), cocclSuccess);
+        CUDA_OK(cudaStreamSynchronize(st));
+        cocclResult_t async = cocclSuccess;
+        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+        if (r.rank == 2) {
+          EXPECT_EQ(async, cocclRemoteError);
+        } else {
+          EXPECT_TRUE(async == cocclInvalidUsage || async == cocclRemoteError)
+              << "rank " << r.rank << ": " << async;
+        }
+        EXPECT_NE(cocclAllReduce(in.data(), in.data(), 16, cocclFloat32, cocclSum, r.comm, st),
+                  cocclSuccess);
+        if (async == cocclInvalidUsage) {
+          const std::string msg = cocclGetLastError(r.comm);
+          EXPECT_NE(msg.find("device Send/Recv of one group disagree: rank 0 sends 1 message "
+                             "(4000 bytes) to rank 1, which posted 1 receive (4004 bytes) from "
+                             "rank 0"),
+                    std::string::npos)
+              << "rank " << r.rank << ": " << msg;
+        }
+        const std::vector<uint8_t> got = out.download();
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], 0xCD) << "rank " << r.rank << ": receive buffer written at " << i;
+        EXPECT_TRUE(in.guardsIntact() && out.guardsIntact());
+        EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
+        cudaStreamDestroy(st);
+      },
+      o);
 }
 
 }  // namespace

@@ -46,17 +46,18 @@
 #include <cstring>
 #include <thread>
 
+#include "codecs/abi/registry.h"
 #include "codecs/codec.h"
 #include "collectives/call_desc.h"
 #include "collectives/cuda_ipc/dev_types.h"
 #include "collectives/cuda_ipc/launch.h"
 #include "collectives/cuda_ipc/plan.h"
 #include "collectives/cuda_ipc/residency.h"
-#include "collectives/staged/staged_codec.h"
-#include "codecs/abi/registry.h"
 #include "collectives/layout.h"
-#include "core/dtype.h"
+#include "collectives/p2p_header.h"
+#include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "mem/cuda_check.h"
@@ -313,6 +314,19 @@ std::string CudaIpcExecutor::asyncErrorMessage() const {
                   h.errBlock, h.errPeer, static_cast<long long>(impl_->comm.config().timeoutMs),
                   dev::residentBlocks(impl_->device), impl_->nblocks);
   if (e != dev::kDevMismatch) return "";
+  if (h.mine.w[dev::kPairMagic] == dev::kP2PPairMagic) {
+    P2PPairCounts mine, theirs;
+    std::memcpy(&mine, &h.mine.w[dev::kPairSends], sizeof(mine));
+    std::memcpy(&theirs, &h.theirs.w[dev::kPairSends], sizeof(theirs));
+    const std::string why = h.theirs.w[dev::kPairMagic] == dev::kP2PPairMagic
+                                ? p2pPairMismatch(mine, impl_->comm.rank(), theirs, h.errPeer)
+                                : format(
+                                      "rank %d did not run the matching device Send/Recv "
+                                      "(other bytes where its pair descriptor belongs)",
+                                      h.errPeer);
+    return "device path (CUDA IPC): " + why +
+           " (no data moved; the communicator is broken: destroy or abort it)";
+  }
   const CallDesc mine = callDescFromBytes(&h.mine);
   const CallDesc theirs = callDescFromBytes(&h.theirs);
   return "device path (CUDA IPC): " +
@@ -544,6 +558,9 @@ void IpcMover::exchange(const std::vector<Xfer>& group, cudaStream_t s) {
   COCCL_CHECK_USAGE(msgs.size() <= static_cast<size_t>(dev::kMaxP2P) && m_.planner().p2p(msgs, &a),
                     "staged codec pipeline: an exchange of %zu transfers does not fit the P2P "
                     "kernel (at most %d)", msgs.size(), dev::kMaxP2P);
+  // No pair agreement: an extra round per exchange of every piece (the sizes follow from the
+  // pipeline's plan of the call on each rank).
+  a.agree = 0;
   m_.launched(dev::launchP2P(m_.ctx, a, a.nblocks, s), "staged codec exchange");
 }
 

@@ -178,6 +178,22 @@ struct GatherArgs {  // AllGather, Broadcast
 
 constexpr int kMaxP2P = 96;  // send/recv operations of one group on one communicator
 
+// The pair descriptor of device Send/Recv (P2PArgs::agree), in AgreeDesc words: what this rank
+// sends to a peer and receives from it in one group, messages in posting order. The two ends
+// agree when one's sends equal the other's receives (count, bytes, sizes hash) both ways.
+// The sizes hash is FNV-1a over the messages' byte counts as 64-bit words.
+constexpr uint64_t kP2PPairMagic = 0x31504343u;  // "CCP1"
+enum P2PPairWord : int {
+  kPairMagic = 0,
+  kPairSends,
+  kPairSendBytes,
+  kPairSendHash,
+  kPairRecvs,
+  kPairRecvBytes,
+  kPairRecvHash,
+  kPairWords
+};
+
 struct P2PMsg {
   void* buf;  // send: source, recv: destination
   uint64_t bytes;
@@ -189,7 +205,9 @@ struct P2PArgs {
   int32_t nmsgs;
   int32_t nblocks;  // always Ctx::nblocks: the two ends of a message see different groups
   uint32_t maxRounds;
-  uint32_t pad;
+  // 1: the two ends of every pair compare their pair descriptors (P2PPairWord) in one round
+  // before any data moves (user Send/Recv); 0: no agreement (the staged pipeline's exchanges).
+  uint32_t agree;
   uint64_t roundBytes;           // bytes of one round (nblocks * partCap)
   uint64_t partCap;              // bytes of one part (<= sub-slot)
   uint32_t peerRounds[kMaxRanks];  // rounds with each peer: max(send rounds, recv rounds)

@@ -224,6 +224,88 @@ __device__ __forceinline__ Chunk chunkOf(const P2PArgs& a, int peer, bool send, 
   return Chunk{-1, 0, 0};
 }
 
+// This rank's pair descriptor with `peer` (P2PPairWord) into w[0..kPairWords).
+__device__ __forceinline__ void p2pPairDesc(const P2PArgs& a, int peer, uint64_t* w) {
+  constexpr uint64_t kBasis = 14695981039346656037ull, kPrime = 1099511628211ull;
+  uint64_t n[2] = {0, 0}, bytes[2] = {0, 0}, h[2] = {kBasis, kBasis};  // [0] recvs, [1] sends
+  for (int m = 0; m < a.nmsgs; ++m) {
+    const P2PMsg& x = a.msgs[m];
+    if (x.peer != peer) continue;
+    const int k = x.send ? 1 : 0;
+    n[k] += 1;
+    bytes[k] += x.bytes;
+    h[k] = (h[k] ^ x.bytes) * kPrime;
+  }
+  w[kPairMagic] = kP2PPairMagic;
+  w[kPairSends] = n[1];
+  w[kPairSendBytes] = bytes[1];
+  w[kPairSendHash] = h[1];
+  w[kPairRecvs] = n[0];
+  w[kPairRecvBytes] = bytes[0];
+  w[kPairRecvHash] = h[0];
+}
+
+// True when `theirs` (the peer's pair descriptor) sends what `mine` receives and receives what
+// it sends.
+__device__ __forceinline__ bool p2pPairsMatch(const uint64_t* mine, const uint64_t* theirs) {
+  bool same = theirs[kPairMagic] == kP2PPairMagic;
+  for (int i = 0; i < 3; ++i)
+    same = same && theirs[kPairSends + i] == mine[kPairRecvs + i] &&
+           theirs[kPairRecvs + i] == mine[kPairSends + i];
+  return same;
+}
+
+// The pair agreement of a group (P2PArgs::agree): with each peer it has rounds with, every block
+// first exchanges the pair descriptors through the inbox, as one more round of the pair, and
+// compares them; a difference records kDevMismatch (both descriptors go to the host state) and
+// fails the block before any data moves, on both ends (each compares). Messages to self are
+// compared locally. A peer that has no rounds with this rank while this rank has some with it
+// is not met here: this rank's wait for it ends at COCCL_TIMEOUT_MS. False when the block failed.
+__device__ __forceinline__ bool p2pAgree(Chan& ch, const P2PArgs& a) {
+  const int p = ch.c.nranks, me = ch.c.rank;
+  const Layout& L = ch.c.lay;
+  __shared__ uint64_t pd[kMaxRanks][kPairWords];
+  __syncthreads();  // pd of a previous use
+  if (tid() < p) p2pPairDesc(a, tid(), pd[tid()]);
+  __syncthreads();
+  if (tid() == 0 && !p2pPairsMatch(pd[me], pd[me])) {
+    AgreeDesc m{};
+    for (int i = 0; i < kPairWords; ++i) m.w[i] = pd[me][i];
+    recordMismatch(ch, me, m, m.w);
+  }
+  if (tid() < p && tid() != me && a.peerRounds[tid()] > 0) ch.seq[tid()] += 1;
+  __syncthreads();
+  for (int d = 1; d < p; ++d) {
+    const int j = (me + d) % p;
+    if (a.peerRounds[j] == 0) continue;
+    if (!waitPeers(ch, L.offFree, 2, j)) return false;
+    if (tid() < kPairWords)
+      reinterpret_cast<volatile uint64_t*>(inboxAt(ch, j, me, ch.seq[j]))[tid()] = pd[j][tid()];
+    __syncthreads();
+    signalPeers(ch, L.offPush, j);
+  }
+  for (int d = 1; d < p; ++d) {
+    const int j = (me - d + p) % p;
+    if (a.peerRounds[j] == 0) continue;
+    if (!waitPeers(ch, L.offPush, 0, j)) return false;
+    if (tid() == 0) {
+      const volatile uint64_t* in =
+          reinterpret_cast<const volatile uint64_t*>(inboxAt(ch, me, j, ch.seq[j]));
+      uint64_t theirs[16] = {};
+      for (int i = 0; i < kPairWords; ++i) theirs[i] = in[i];
+      if (!p2pPairsMatch(pd[j], theirs)) {
+        AgreeDesc m{};
+        for (int i = 0; i < kPairWords; ++i) m.w[i] = pd[j][i];
+        recordMismatch(ch, j, m, theirs);
+      }
+    }
+    __syncthreads();
+    signalPeers(ch, L.offFree, j);
+  }
+  __syncthreads();
+  return !ch.failed;
+}
+
 __device__ __forceinline__ bool p2pRounds(Chan& ch, const P2PArgs& a) {
   const int p = ch.c.nranks, me = ch.c.rank, nb = a.nblocks;
   const Layout& L = ch.c.lay;
@@ -277,7 +359,7 @@ __device__ __forceinline__ bool p2pRounds(Chan& ch, const P2PArgs& a) {
 
 __device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
   __shared__ Chan ch;
-  if (chanBegin(ch, g)) {
+  if (chanBegin(ch, g) && (!a.agree || p2pAgree(ch, a))) {
     p2pRounds(ch, a);
   }
   chanEnd(ch);

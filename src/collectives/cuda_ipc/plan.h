@@ -117,12 +117,13 @@ struct Planner {
     return a;
   }
 
-  // Send/Recv of one group: bytes, rounds per peer (max of the two directions: both ends agree).
-  // False when a message is too large.
+  // Send/Recv of one group: bytes, rounds per peer (max of the two directions: both ends agree),
+  // the pair agreement on. False when a message is too large.
   bool p2p(const std::vector<P2PMsg>& msgs, P2PArgs* out) const {
     P2PArgs& a = *out;
     a = P2PArgs{};
     a.nblocks = nblocks;
+    a.agree = 1;
     a.partCap = exactPartCap(1, 16);
     a.roundBytes = a.partCap * static_cast<uint64_t>(nblocks);
     std::vector<uint64_t> sendR(static_cast<size_t>(nranks), 0), recvR(static_cast<size_t>(nranks), 0);

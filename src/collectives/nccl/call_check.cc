@@ -3,45 +3,136 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "collectives/call_desc.h"
 #include "collectives/nccl/call_check_kernels.h"
+#include "core/error.h"
 #include "mem/cuda_check.h"
 #include "transport/nccl/nccl_comm.h"
 
 namespace coccl {
 
+namespace {
+
+// Device scratch of the check, in slots of one call's descriptors (this rank's 16 words, then
+// nranks x 16 gathered), allocated in slabs and never freed before the communicator. Shared
+// (shared_ptr) with the user objects of captured graphs, which give their slot back when the
+// graph is destroyed; the slabs themselves are freed by ~Impl.
+struct SlotPool {
+  std::mutex mu;
+  size_t slotWords = 0;
+  std::vector<uint64_t*> freeSlots;
+  std::vector<void*> slabs;
+  static constexpr size_t kSlotsPerSlab = 16;
+
+  // A free slot; allocates a slab when there is none (capture mode relaxed around cudaMalloc,
+  // which a capture in global mode would otherwise refuse). Throws Error.
+  uint64_t* take() {
+    std::lock_guard<std::mutex> g(mu);
+    if (freeSlots.empty()) {
+      cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+      COCCL_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+      void* d = nullptr;
+      const cudaError_t e = cudaMalloc(&d, kSlotsPerSlab * slotWords * 8);
+      COCCL_CUDA_WARN(cudaThreadExchangeStreamCaptureMode(&mode));
+      COCCL_CUDA_CHECK(e);
+      slabs.push_back(d);
+      for (size_t i = 0; i < kSlotsPerSlab; ++i)
+        freeSlots.push_back(static_cast<uint64_t*>(d) + i * slotWords);
+    }
+    uint64_t* s = freeSlots.back();
+    freeSlots.pop_back();
+    return s;
+  }
+  void give(uint64_t* s) {
+    std::lock_guard<std::mutex> g(mu);
+    freeSlots.push_back(s);
+  }
+};
+
+// What a captured graph's user object holds: its slot, given back when the graph goes.
+struct GraphSlot {
+  std::shared_ptr<SlotPool> pool;
+  uint64_t* slot;
+};
+void CUDART_CB releaseGraphSlot(void* p) {  // no CUDA calls in here (a user object destructor)
+  auto* g = static_cast<GraphSlot*>(p);
+  g->pool->give(g->slot);
+  delete g;
+}
+
+}  // namespace
+
 struct NcclCallCheck::Impl {
-  int p = 0, me = 0;
-  uint64_t* dev = nullptr;         // [0, 16): this rank's descriptor; then p x 16 gathered
-  uint32_t* devFirst = nullptr;    // inside dev's allocation, after the descriptors
+  int p = 0;
+  std::shared_ptr<SlotPool> pool = std::make_shared<SlotPool>();
+  std::mutex mu;
+  std::unordered_map<unsigned long long, uint64_t*> byStream;  // cudaStreamGetId -> slot
+  uint32_t* devFirst = nullptr;    // device word: 0 until the first difference
   CheckHostState* host = nullptr;  // mapped: host pointer
   CheckHostState* hostDev = nullptr;
   uint64_t* descs = nullptr;  // mapped: p x 16 words, host pointer
   uint64_t* descsDev = nullptr;
 
+  // The slot of a call on `stream`: the stream's own (calls of one stream are ordered, so
+  // they may share one); a fresh one, kept alive by the graph, for a call being captured
+  // (launches of the graph may overlap anything else).
+  uint64_t* slotFor(cudaStream_t stream) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+    COCCL_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &st, nullptr, &graph));
+    if (st == cudaStreamCaptureStatusActive) {
+      uint64_t* s = pool->take();
+      auto* g = new GraphSlot{pool, s};
+      cudaUserObject_t obj = nullptr;
+      cudaError_t e =
+          cudaUserObjectCreate(&obj, g, releaseGraphSlot, 1, cudaUserObjectNoDestructorSync);
+      if (e != cudaSuccess) {
+        delete g;
+        pool->give(s);
+        COCCL_CUDA_CHECK(e);
+      }
+      // The graph takes the reference: the slot lives as long as the graph and its execs.
+      COCCL_CUDA_CHECK(cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove));
+      return s;
+    }
+    COCCL_CHECK_USAGE(st == cudaStreamCaptureStatusNone,
+                      "the stream's capture was invalidated (cudaStreamCaptureStatusInvalidated)");
+    unsigned long long id = 0;
+    COCCL_CUDA_CHECK(cudaStreamGetId(stream, &id));
+    std::lock_guard<std::mutex> g(mu);
+    auto it = byStream.find(id);
+    if (it != byStream.end()) return it->second;
+    uint64_t* s = pool->take();
+    byStream.emplace(id, s);
+    return s;
+  }
+
   ~Impl() {
-    if (dev) COCCL_CUDA_WARN(cudaFree(dev));
+    for (void* d : pool->slabs) COCCL_CUDA_WARN(cudaFree(d));
+    pool->slabs.clear();
+    if (devFirst) COCCL_CUDA_WARN(cudaFree(devFirst));
     if (host) COCCL_CUDA_WARN(cudaFreeHost(host));
     if (descs) COCCL_CUDA_WARN(cudaFreeHost(descs));
   }
 };
 
-NcclCallCheck::NcclCallCheck(int nranks, int rank) : impl_(std::make_unique<Impl>()) {
+NcclCallCheck::NcclCallCheck(int nranks) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.p = nranks;
-  m.me = rank;
-  const size_t words = 16 * (static_cast<size_t>(nranks) + 1);
+  m.pool->slotWords = 16 * (static_cast<size_t>(nranks) + 1);
   void* d = nullptr;
-  COCCL_CUDA_CHECK(cudaMalloc(&d, words * 8 + 8));
-  m.dev = static_cast<uint64_t*>(d);
-  m.devFirst = reinterpret_cast<uint32_t*>(m.dev + words);
+  COCCL_CUDA_CHECK(cudaMalloc(&d, 8));
+  m.devFirst = static_cast<uint32_t*>(d);
   // On a stream of its own: a device-wide synchronisation here could wait on other
   // communicators' kernels that wait on peers still in init.
   cudaStream_t s = nullptr;
   COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const cudaError_t ms = cudaMemsetAsync(d, 0, words * 8 + 8, s);
+  const cudaError_t ms = cudaMemsetAsync(d, 0, 8, s);
   const cudaError_t ss = ms == cudaSuccess ? cudaStreamSynchronize(s) : ms;
   COCCL_CUDA_WARN(cudaStreamDestroy(s));
   COCCL_CUDA_CHECK(ss);
@@ -63,9 +154,10 @@ void NcclCallCheck::check(const CallDesc& d, NcclComm& tr, cudaStream_t stream) 
   Impl& m = *impl_;
   DescWords w;
   std::memcpy(&w, &d, sizeof(w));
-  uint64_t* all = m.dev + 16;
-  launchStoreDesc(w, m.dev, stream);
-  tr.allGather(m.dev, all, sizeof(CallDesc), cocclUint8, stream);
+  uint64_t* mine = m.slotFor(stream);
+  uint64_t* all = mine + 16;
+  launchStoreDesc(w, mine, stream);
+  tr.allGather(mine, all, sizeof(CallDesc), cocclUint8, stream);
   launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, stream);
 }
 

@@ -14,10 +14,11 @@
 // not held back (they start once enqueued) and may write recvbuff.
 // Cost (perf/RESULTS.md, "Per-call agreement over NCCL"): about +20 us a call over NCCL's
 // socket transport on one H200 (8 B: 25-29 -> 47-53 us), within the run-to-run spread from 256 KiB.
-// Off by default (COCCL_NCCL_CALL_CHECK=1 turns it on): the scratch is one per communicator and
-// only the calls of one stream are ordered around it, so calls of one communicator on two
-// streams can overwrite each other's descriptors and be reported as disagreeing. The fix is a
-// scratch per stream (and one per captured graph, kept alive with the graph).
+// Calls of one stream share a scratch slot (they are ordered); each stream has its own
+// (cudaStreamGetId: (nranks + 1) x 128 bytes per stream the communicator ever saw), and a call
+// captured into a CUDA graph gets a slot of its own that the graph keeps (a user object) and
+// gives back when it is destroyed. A graph must not outlive its communicator.
+// Off by default (COCCL_NCCL_CALL_CHECK=1 turns it on) for its cost on small calls.
 // Running the all-gather in one NCCL group with an exact call (then comparing after it) was
 // measured no faster there, and it would leave the hanging disagreements unreported.
 #pragma once
@@ -36,14 +37,15 @@ class NcclComm;
 
 class NcclCallCheck {
  public:
-  // Scratch for `nranks` descriptors on the current device and the mapped host state.
-  // Throws Error.
-  NcclCallCheck(int nranks, int rank);
+  // The mapped host state and the device word of the first difference, on the current
+  // device (scratch slots come on first use of a stream). Throws Error.
+  explicit NcclCallCheck(int nranks);
   ~NcclCallCheck();
   NcclCallCheck(const NcclCallCheck&) = delete;
   NcclCallCheck& operator=(const NcclCallCheck&) = delete;
 
   // Steps 1-3 above for the call described by `d`, on `stream` (enqueue the call after).
+  // Any thread. Throws Error (a CUDA failure, a stream whose capture was invalidated).
   void check(const CallDesc& d, NcclComm& tr, cudaStream_t stream);
   // cocclInvalidUsage once a difference was seen, else cocclSuccess. Cheap, any thread.
   cocclResult_t error() const;

@@ -33,8 +33,6 @@ __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, ui
   __threadfence_system();
   __syncthreads();
   if (threadIdx.x == 0) {
-    host->peer = firstDiff;
-    __threadfence_system();
     host->error = 1u;
     __threadfence_system();
   }

@@ -16,14 +16,13 @@ struct DescWords {
 // Mapped host memory (cudaHostAllocMapped) the compare kernel reports into.
 struct CheckHostState {
   volatile uint32_t error;  // 0, or 1 once a difference was seen (then hostDescs is filled)
-  volatile int32_t peer;    // the lowest rank whose descriptor differs from this rank's
 };
 
 // d -> dst[0..16).
 void launchStoreDesc(const DescWords& d, uint64_t* dst, cudaStream_t s);
 // Compares all[r * 16 .. r * 16 + 16) of every rank r with `mine`. On the first difference of
 // the communicator (devFirst: a device word, 0 until then) copies all nranks x 16 words to
-// hostDescs, then sets host->peer and host->error.
+// hostDescs, then sets host->error.
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
                         CheckHostState* host, uint64_t* hostDescs, cudaStream_t s);
 

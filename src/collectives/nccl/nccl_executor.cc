@@ -101,7 +101,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
     if (!exactOnly)
       m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl",
                                                stagedAllReduceAlgo(c.config().algo));
-    if (c.config().ncclCallCheck) m.check = std::make_unique<NcclCallCheck>(m.p, m.me);
+    if (c.config().ncclCallCheck) m.check = std::make_unique<NcclCallCheck>(m.p);
   } catch (const Error& e) {
     failure = e.what();
   }

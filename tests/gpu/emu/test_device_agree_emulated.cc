@@ -2,7 +2,10 @@
 // kernel_common.cuh) run on the CPU emulator (emu/): ranks whose descriptors differ (count,
 // also with a different number of blocks per call, op, root) all record kDevMismatch with the
 // other rank's descriptor, write nothing to their output, and stop within the timeout; calls
-// that agree before it complete with the right values. No GPU needed (label collectives).
+// that agree before it complete with the right values. The P2P kernel's pair agreement
+// (p2pAgree in kernels.cuh) likewise: a Send and its Recv that differ in size (within one round
+// too), in how a pair's bytes split into messages, or a rank's sends to itself against its
+// receives from itself. No GPU needed (label collectives).
 #include <cuda_runtime.h>  // emu/cuda_runtime.h
 #include <gtest/gtest.h>
 
@@ -13,6 +16,7 @@
 
 #include "collectives/call_desc.h"
 #include "collectives/cuda_ipc/kernels.cuh"
+#include "collectives/p2p_header.h"
 #include "emu_device.h"
 #include "emu_world.h"
 
@@ -25,6 +29,8 @@ using coccl::dev::GatherArgs;
 using coccl::dev::HostState;
 using coccl::dev::kDevMismatch;
 using coccl::dev::kDevPeerFailed;
+using coccl::dev::P2PArgs;
+using coccl::dev::P2PMsg;
 using coccl::dev::Planner;
 using coccl::dev::ReduceArgs;
 using coccl_emu::EmuDevice;
@@ -196,6 +202,136 @@ TEST(EmulatedAgreement, ManyAgreeingCallsReuseTheSlots) {
     EXPECT_EQ(r.error, 0u) << r.message;
     ASSERT_EQ(r.out.size(), 9u);
     for (const auto& o : r.out) EXPECT_EQ(o.back(), 6.0f);
+  }
+}
+
+// ---- device Send/Recv ------------------------------------------------------------------------
+struct Msg {
+  int peer;
+  bool send;
+  size_t bytes;
+};
+
+struct P2PResult {
+  uint32_t error = 0;
+  std::string message;                     // p2pPairMismatch of the recorded pair descriptors
+  std::vector<std::vector<uint8_t>> recv;  // per message (send: empty)
+};
+
+// Rank r runs one group of msgs[r] (send bytes: rank * 16 + message index; receive buffers
+// start as 0xCD).
+std::vector<P2PResult> runP2P(World& w, const std::vector<std::vector<Msg>>& msgs) {
+  const int p = w.p;
+  std::vector<P2PResult> res(static_cast<size_t>(p));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < p; ++r)
+    ranks.emplace_back([&, r] {
+      EmuDevice d(w.nb);
+      P2PResult& out = res[static_cast<size_t>(r)];
+      std::vector<std::vector<uint8_t>> sends;
+      std::vector<P2PMsg> m;
+      const auto& mine = msgs[static_cast<size_t>(r)];
+      out.recv.resize(mine.size());
+      sends.resize(mine.size());
+      for (size_t i = 0; i < mine.size(); ++i) {
+        void* buf;
+        if (mine[i].send) {
+          sends[i].assign(mine[i].bytes, static_cast<uint8_t>(r * 16 + static_cast<int>(i)));
+          buf = sends[i].data();
+        } else {
+          out.recv[i].assign(mine[i].bytes, 0xCD);
+          buf = out.recv[i].data();
+        }
+        m.push_back(P2PMsg{buf, mine[i].bytes, mine[i].peer, mine[i].send ? 1 : 0});
+      }
+      P2PArgs a;
+      ASSERT_TRUE(w.planner(r).p2p(m, &a));
+      const Ctx* ctx = &w.ctx[static_cast<size_t>(r)];
+      const std::function<void()> body = [&] { dev::p2pKernelBody(ctx, a); };
+      EXPECT_EQ(d.launch(body, a.nblocks), "") << "rank " << r;
+      const HostState& h = w.host[static_cast<size_t>(r)];
+      out.error = h.error;
+      if (h.error == static_cast<uint32_t>(kDevMismatch)) {
+        P2PPairCounts mc, tc;
+        std::memcpy(&mc, &h.mine.w[dev::kPairSends], sizeof(mc));
+        std::memcpy(&tc, &h.theirs.w[dev::kPairSends], sizeof(tc));
+        out.message = p2pPairMismatch(mc, r, tc, h.errPeer);
+      }
+    });
+  for (auto& t : ranks) t.join();
+  return res;
+}
+
+// Every rank in `ranks` failed, none wrote a receive buffer, and at least one recorded the
+// mismatch with a message containing `says`. As with the collectives' agreement (see
+// expectAllMismatch), an end can find the other end's flags already poisoned before it read
+// the other's descriptor (kDevPeerFailed): it fails, with the less precise error.
+void expectPairMismatch(const std::vector<P2PResult>& res, const std::vector<int>& ranks,
+                        const std::string& says) {
+  int mismatches = 0;
+  for (int r : ranks) {
+    const P2PResult& x = res[static_cast<size_t>(r)];
+    ASSERT_TRUE(x.error == static_cast<uint32_t>(kDevMismatch) ||
+                (ranks.size() > 1 && x.error == static_cast<uint32_t>(kDevPeerFailed)))
+        << "rank " << r << ": error " << x.error;
+    for (const auto& b : x.recv)
+      for (uint8_t v : b) ASSERT_EQ(v, 0xCD) << "rank " << r << ": receive buffer written";
+    if (x.error != static_cast<uint32_t>(kDevMismatch)) continue;
+    ++mismatches;
+    EXPECT_NE(x.message.find(says), std::string::npos) << "rank " << r << ": " << x.message;
+  }
+  EXPECT_GE(mismatches, 1) << "no rank recorded the mismatch";
+}
+
+// 1000 bytes sent, 1001 expected: one round either way (before the agreement the receiver
+// took the 1001st byte from the inbox, a silent wrong answer; 999 expected was silently cut).
+TEST(EmulatedP2PAgreement, SizeDiffersWithinOneRound) {
+  for (size_t expect : {size_t{1001}, size_t{999}}) {
+    World w(2, 2, 64 << 10);
+    const auto res = runP2P(w, {{{1, true, 1000}}, {{0, false, expect}}});
+    expectPairMismatch(res, {0, 1},
+                       "rank 0 sends 1 message (1000 bytes) to rank 1, which posted 1 receive (" +
+                           std::to_string(expect) + " bytes) from rank 0");
+  }
+}
+
+TEST(EmulatedP2PAgreement, SameTotalOtherSplit) {
+  World w(2, 2, 64 << 10);
+  const auto res =
+      runP2P(w, {{{1, true, 600}, {1, true, 400}}, {{0, false, 400}, {0, false, 600}}});
+  expectPairMismatch(res, {0, 1}, "(the same totals, other message sizes)");
+}
+
+TEST(EmulatedP2PAgreement, SelfSendAndReceiveDiffer) {
+  World w(2, 2, 64 << 10);
+  const auto res = runP2P(w, {{{0, true, 100}, {0, false, 200}}, {}});
+  expectPairMismatch(res, {0},
+                     "rank 0 sends 1 message (100 bytes) to itself and posted 1 "
+                     "receive (200 bytes) from itself");
+  EXPECT_EQ(res[1].error, 0u);
+}
+
+// A ring of 3 where only the pair (0, 1) disagrees: both record it; rank 2, waiting for rank 1's
+// data, is released by the poisoned flags. Then (a fresh world) the same ring agreeing moves
+// the bytes.
+TEST(EmulatedP2PAgreement, RingOnePairDiffers) {
+  {
+    World w(3, 2, 64 << 10);
+    const auto res = runP2P(w, {{{1, true, 5000}, {2, false, 5000}},
+                                {{2, true, 5000}, {0, false, 4999}},
+                                {{0, true, 5000}, {1, false, 5000}}});
+    expectPairMismatch(res, {0, 1}, "posted 1 receive (4999 bytes) from rank 0");
+    EXPECT_TRUE(res[2].error == static_cast<uint32_t>(kDevPeerFailed)) << res[2].error;
+    for (uint8_t v : res[2].recv[1]) ASSERT_EQ(v, 0xCD) << "rank 2: receive buffer written";
+  }
+  World w(3, 2, 64 << 10);
+  const auto res = runP2P(w, {{{1, true, 5000}, {2, false, 5000}},
+                              {{2, true, 5000}, {0, false, 5000}},
+                              {{0, true, 5000}, {1, false, 5000}}});
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(res[static_cast<size_t>(r)].error, 0u) << res[static_cast<size_t>(r)].message;
+    const int from = (r + 2) % 3;
+    for (uint8_t v : res[static_cast<size_t>(r)].recv[1]) ASSERT_EQ(v, from * 16);
   }
 }
 
