@@ -370,6 +370,9 @@ bool readReport(const std::string& path, Report* r, std::string* msg) {
     float* d = b.put(y);
     rep.after = cocclAllReduce(d, d, y.size(), cocclFloat32, cocclSum, comm, mem->stream());
   }
+  // A device error arrives asynchronously, without a message of its own: the later call's
+  // ("communicator is broken by an earlier error (...)") names it.
+  if (msg.empty()) msg = cocclGetLastError(comm);
   mem.reset();
   rep.closeKind = static_cast<int>((plan.seed + static_cast<uint64_t>(rank)) % 2);
   const int64_t t0 = monoNs();

@@ -50,11 +50,17 @@ class DeviceMemory : public FaultMemory {
     return static_cast<char*>(arena_) + at;
   }
   void release() override { used_ = 0; }
+  // On the calls' stream, waited for: a cudaMemcpy from pageable memory may return before its
+  // DMA lands, and a non-blocking stream is not ordered after it.
   void upload(void* dst, const void* host, size_t bytes) override {
-    if (cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) _exit(22);
+    if (cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_) != cudaSuccess ||
+        cudaStreamSynchronize(stream_) != cudaSuccess)
+      _exit(22);
   }
   void download(void* host, const void* src, size_t bytes) override {
-    if (cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) _exit(23);
+    if (cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_) != cudaSuccess ||
+        cudaStreamSynchronize(stream_) != cudaSuccess)
+      _exit(23);
   }
   cocclStream_t stream() override { return stream_; }
   cocclResult_t complete(cocclComm_t comm) override {

@@ -314,6 +314,7 @@ std::string CudaIpcExecutor::asyncErrorMessage() const {
                   h.errBlock, h.errPeer, static_cast<long long>(impl_->comm.config().timeoutMs),
                   dev::residentBlocks(impl_->device), impl_->nblocks);
   if (e != dev::kDevMismatch) return "";
+  std::atomic_thread_fence(std::memory_order_acquire);  // the descriptors after the error word
   if (h.mine.w[dev::kPairMagic] == dev::kP2PPairMagic) {
     P2PPairCounts mine, theirs;
     std::memcpy(&mine, &h.mine.w[dev::kPairSends], sizeof(mine));

@@ -30,23 +30,28 @@ struct SlotPool {
   static constexpr size_t kSlotsPerSlab = 16;
 
   // A free slot; allocates a slab when there is none (capture mode relaxed around cudaMalloc,
-  // which a capture in global mode would otherwise refuse). Throws Error.
+  // which a capture in global mode would otherwise refuse). The lock is not held across the
+  // allocation: releaseGraphSlot, on CUDA's callback thread, takes it. Throws Error.
   uint64_t* take() {
-    std::lock_guard<std::mutex> g(mu);
-    if (freeSlots.empty()) {
-      cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-      COCCL_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-      void* d = nullptr;
-      const cudaError_t e = cudaMalloc(&d, kSlotsPerSlab * slotWords * 8);
-      COCCL_CUDA_WARN(cudaThreadExchangeStreamCaptureMode(&mode));
-      COCCL_CUDA_CHECK(e);
-      slabs.push_back(d);
-      for (size_t i = 0; i < kSlotsPerSlab; ++i)
-        freeSlots.push_back(static_cast<uint64_t*>(d) + i * slotWords);
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (!freeSlots.empty()) {
+        uint64_t* s = freeSlots.back();
+        freeSlots.pop_back();
+        return s;
+      }
     }
-    uint64_t* s = freeSlots.back();
-    freeSlots.pop_back();
-    return s;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    COCCL_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    void* d = nullptr;
+    const cudaError_t e = cudaMalloc(&d, kSlotsPerSlab * slotWords * 8);
+    COCCL_CUDA_WARN(cudaThreadExchangeStreamCaptureMode(&mode));
+    COCCL_CUDA_CHECK(e);
+    std::lock_guard<std::mutex> g(mu);
+    slabs.push_back(d);
+    for (size_t i = 1; i < kSlotsPerSlab; ++i)
+      freeSlots.push_back(static_cast<uint64_t*>(d) + i * slotWords);
+    return static_cast<uint64_t*>(d);
   }
   void give(uint64_t* s) {
     std::lock_guard<std::mutex> g(mu);
@@ -80,7 +85,8 @@ struct NcclCallCheck::Impl {
 
   // The slot of a call on `stream`: the stream's own (calls of one stream are ordered, so
   // they may share one); a fresh one, kept alive by the graph, for a call being captured
-  // (launches of the graph may overlap anything else).
+  // (launches of the graph may overlap anything else; the executions of one graph share it,
+  // so one of them at a time: call_check.h).
   uint64_t* slotFor(cudaStream_t stream) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
@@ -97,7 +103,11 @@ struct NcclCallCheck::Impl {
         COCCL_CUDA_CHECK(e);
       }
       // The graph takes the reference: the slot lives as long as the graph and its execs.
-      COCCL_CUDA_CHECK(cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove));
+      e = cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove);
+      if (e != cudaSuccess) {
+        COCCL_CUDA_WARN(cudaUserObjectRelease(obj, 1));  // gives the slot back
+        COCCL_CUDA_CHECK(e);
+      }
       return s;
     }
     COCCL_CHECK_USAGE(st == cudaStreamCaptureStatusNone,

@@ -15,9 +15,12 @@
 // Cost (perf/RESULTS.md, "Per-call agreement over NCCL"): about +20 us a call over NCCL's
 // socket transport on one H200 (8 B: 25-29 -> 47-53 us), within the run-to-run spread from 256 KiB.
 // Calls of one stream share a scratch slot (they are ordered); each stream has its own
-// (cudaStreamGetId: (nranks + 1) x 128 bytes per stream the communicator ever saw), and a call
+// (cudaStreamGetId; kept for every stream the communicator ever saw), and a call
 // captured into a CUDA graph gets a slot of its own that the graph keeps (a user object) and
-// gives back when it is destroyed. A graph must not outlive its communicator.
+// gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16. A
+// graph must not outlive its communicator, and the executions of one captured graph (several
+// execs of it, clones, child-graph copies) share its slots: one of them may run at a time, or
+// they can be reported as disagreeing.
 // Off by default (COCCL_NCCL_CALL_CHECK=1 turns it on) for its cost on small calls.
 // Running the all-gather in one NCCL group with an exact call (then comparing after it) was
 // measured no faster there, and it would leave the hanging disagreements unreported.
@@ -45,7 +48,8 @@ class NcclCallCheck {
   NcclCallCheck& operator=(const NcclCallCheck&) = delete;
 
   // Steps 1-3 above for the call described by `d`, on `stream` (enqueue the call after).
-  // Any thread. Throws Error (a CUDA failure, a stream whose capture was invalidated).
+  // From any thread, one thread per stream at a time (as NCCL asks). Throws Error (a CUDA
+  // failure, a stream whose capture was invalidated).
   void check(const CallDesc& d, NcclComm& tr, cudaStream_t stream);
   // cocclInvalidUsage once a difference was seen, else cocclSuccess. Cheap, any thread.
   cocclResult_t error() const;
