@@ -308,7 +308,7 @@ bool readReport(const std::string& path, Report* r, std::string* msg) {
   setenv("COCCL_CODEC", "fp8_ash_ds", 1);
   setenv("COCCL_COMPRESS_MIN_BYTES", "4096", 1);
   setenv("COCCL_CHUNK_BYTES", "65536", 1);
-  if (setup.beforeInit) setup.beforeInit();
+  if (setup.beforeInit) setup.beforeInit(rank);
   cocclUniqueId id;
   if (rank == 0) {
     if (cocclGetUniqueId(&id) != cocclSuccess) _exit(10);

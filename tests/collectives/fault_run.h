@@ -39,8 +39,8 @@ class FaultMemory {
 };
 
 struct FaultRankSetup {
-  // In the rank's process before cocclGetUniqueId (e.g. make the device current).
-  std::function<void()> beforeInit;
+  // In rank `rank`'s process before cocclGetUniqueId (e.g. make the device current).
+  std::function<void(int rank)> beforeInit;
   // The rank's memory, made after its communicator exists.
   std::function<std::unique_ptr<FaultMemory>()> memory;
   // How long the parent waits for all ranks before it calls one hung (ms).

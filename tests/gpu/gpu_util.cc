@@ -38,6 +38,13 @@ int gpuCount() {
 
 bool gpuAvailable() { return gpuCount() > 0; }
 
+void useDeviceOrExit(int dev, int rank) {
+  if (cudaSetDevice(dev) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+    std::fprintf(stderr, "rank %d: cannot use CUDA device %d\n", rank, dev);
+    _exit(2);
+  }
+}
+
 void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOptions& opts) {
   RunOptions ro;
   ro.config = opts.config;
@@ -50,11 +57,7 @@ void runGpuRanks(int n, const std::function<void(Rank&)>& body, const GpuRunOpti
         if (opts.ncclHostIdPerRank)
           setenv("NCCL_HOSTID", ("coccl-test-" + std::to_string(getppid()) + "-rank" +
                                  std::to_string(r)).c_str(), 1);
-        const int dev = opts.gpuPerRank ? r % std::max(gpuCount(), 1) : 0;
-        if (cudaSetDevice(dev) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
-          std::fprintf(stderr, "rank %d: cannot use CUDA device %d\n", r, dev);
-          _exit(2);
-        }
+        useDeviceOrExit(opts.gpuPerRank ? r % std::max(gpuCount(), 1) : 0, r);
       },
       body, ro);
 }

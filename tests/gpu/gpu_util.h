@@ -58,6 +58,10 @@ struct GpuRunOptions {
 // off, each rank its own NCCL_HOSTID, a longer harness timeout for NCCL's init).
 GpuRunOptions overNcclTransport(GpuRunOptions o);
 
+// Makes device `dev` current and creates its context, in a forked rank's process; on failure
+// prints why (naming `rank`) and exits the process with status 2.
+void useDeviceOrExit(int dev, int rank);
+
 // Runs body(rank) on n forked processes; each child calls cudaSetDevice(0) (or its own
 // device, gpuPerRank), then
 // cocclCommInitRankConfig, the body, cocclCommDestroy. Failures are gtest failures (a child

@@ -78,12 +78,7 @@ class DeviceMemory : public FaultMemory {
 
 FaultRankSetup deviceSetup() {
   FaultRankSetup s;
-  s.beforeInit = [] {
-    if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
-      std::fprintf(stderr, "cannot use CUDA device 0\n");
-      _exit(2);
-    }
-  };
+  s.beforeInit = [](int rank) { useDeviceOrExit(0, rank); };
   s.memory = [] { return std::unique_ptr<FaultMemory>(new DeviceMemory); };
   // Processes time-share the GPU without MPS: more room for the 200 calls and the teardown.
   s.hangLimitMs = 120000;
