@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -22,9 +23,16 @@
 
 namespace {
 
+// The plug-in file: $COCCL_INT4_PLUGIN_FILE (e.g. another build's, to compare), else the one of
+// this build tree.
+const char* pluginFile() {
+  const char* f = std::getenv("COCCL_INT4_PLUGIN_FILE");
+  return f != nullptr && *f != '\0' ? f : COCCL_INT4_PLUGIN;
+}
+
 const cocclCodecPlugin_v1_t* plugin() {
   static const cocclCodecPlugin_v1_t* d = [] {
-    void* h = dlopen(COCCL_INT4_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    void* h = dlopen(pluginFile(), RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) return static_cast<const cocclCodecPlugin_v1_t*>(nullptr);
     return static_cast<const cocclCodecPlugin_v1_t*>(dlsym(h, COCCL_CODEC_PLUGIN_SYMBOL_V1));
   }();
@@ -36,11 +44,11 @@ bool haveGpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-#define REQUIRE_GPU()                                                      \
-  do {                                                                     \
-    if (!haveGpu()) GTEST_SKIP() << "no CUDA device";                      \
-    ASSERT_NE(plugin(), nullptr) << "cannot load " << COCCL_INT4_PLUGIN;   \
-    ASSERT_TRUE(plugin()->capabilities & COCCL_CODEC_CAP_DEVICE);          \
+#define REQUIRE_GPU()                                               \
+  do {                                                              \
+    if (!haveGpu()) GTEST_SKIP() << "no CUDA device";               \
+    ASSERT_NE(plugin(), nullptr) << "cannot load " << pluginFile(); \
+    ASSERT_TRUE(plugin()->capabilities& COCCL_CODEC_CAP_DEVICE);    \
   } while (0)
 
 struct Inst {
