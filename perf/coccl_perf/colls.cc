@@ -181,6 +181,30 @@ BoundFn codecBound(cocclCodec_t codec, const Gen& gen, std::vector<int> srcs, si
   };
 }
 
+// The Bound rule of a two-level ("hier:") call (--codec policy): on N nodes each output element
+// carries at most p - N intra quantisations (the inputs of a node but the owner's) and N - 1
+// inter ones (the other nodes' partial sums; AllReduce: N, the total once more), each bounded
+// by its codec's bound for the statistics of S = sum of |input| over all ranks (a partial sum
+// is no larger); the two bounds add. Run flat (one node, or one rank a node) it is one codec
+// of the two, p quantisations: the larger of the two codecs' bounds.
+BoundFn twoLevelBound(const CallSpec& c, const Gen& gen, const std::vector<int>& srcs,
+                      size_t base, size_t count, int n, double div) {
+  // nodes -1: two levels on a layout the tool does not know (COCCL_RANKS_PER_NODE unset):
+  // N <= p / 2, and p intra quantisations at most.
+  const bool two = c.nodes == -1 || (c.nodes > 1 && c.nodes < n);
+  const int N = c.nodes == -1 ? n / 2 : c.nodes;
+  const int qIntra = !two ? n : c.nodes == -1 ? n : n - N;
+  const int qInter = !two ? n : c.coll == Coll::AllReduce ? N : N - 1;
+  const BoundFn a = codecBound(c.intra, gen, srcs, base, count, qIntra, div);
+  const BoundFn b = codecBound(c.inter, gen, srcs, base, count, qInter, div);
+  return [=](size_t start, size_t len, double* out) {
+    std::vector<double> other(len);
+    a(start, len, out);
+    b(start, len, other.data());
+    for (size_t k = 0; k < len; ++k) out[k] = two ? out[k] + other[k] : std::max(out[k], other[k]);
+  };
+}
+
 // A lossy codec with a bound of its own (the none codec's is 0: the 0.15 rule then).
 bool lossyWithBound(cocclCodec_t codec) {
   double e = 0;
@@ -203,9 +227,13 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       const size_t base = c.coll == Coll::ReduceScatter ? static_cast<size_t>(rk.rank) * count : 0;
       std::vector<int> all(static_cast<size_t>(n));
       for (int r = 0; r < n; ++r) all[static_cast<size_t>(r)] = r;
-      const bool own = rule == Rule::Bound && lossyWithBound(c.codec) && c.coll != Coll::Reduce;
-      const BoundFn bound =
-          own ? codecBound(c.codec, gen, all, base, count, n, c.op == cocclAvg ? n : 1) : BoundFn();
+      const double div = c.op == cocclAvg ? n : 1;
+      const bool twoLevel = rule == Rule::Bound && c.intra && c.inter && c.coll != Coll::Reduce;
+      const bool own =
+          twoLevel || (rule == Rule::Bound && lossyWithBound(c.codec) && c.coll != Coll::Reduce);
+      const BoundFn bound = twoLevel ? twoLevelBound(c, gen, all, base, count, n, div)
+                            : own    ? codecBound(c.codec, gen, all, base, count, n, div)
+                                     : BoundFn();
       out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
         for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
       }, rule, own ? &bound : nullptr);

@@ -284,7 +284,7 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
 int CudaIpcExecutor::cudaDevice() const { return impl_->device; }
 
 bool CudaIpcExecutor::supports(const CollRequest& r) const {
-  if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host path only
+  if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host or NCCL
   if (!r.codec || fusedCodec(r.codec)) return true;
   return impl_->staged && impl_->staged->supports(r);
 }

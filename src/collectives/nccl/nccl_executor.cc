@@ -98,9 +98,13 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   m.mover = std::make_unique<NcclMover>(*m.tr);
   std::string failure;
   try {
-    if (!exactOnly)
+    if (!exactOnly) {
       m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl",
                                                stagedAllReduceAlgo(c.config().algo));
+      // "hier:" entries: two levels in the host's chunks (bitwise the host path's results).
+      m.staged->setTwoLevel(c.ranksPerNode(),
+                            static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 1)));
+    }
     if (c.config().ncclCallCheck) m.check = std::make_unique<NcclCallCheck>(m.p);
   } catch (const Error& e) {
     failure = e.what();
@@ -148,7 +152,7 @@ void NcclExecutor::setTakesDefaultExact(bool on) {
 }
 
 bool NcclExecutor::supports(const CollRequest& r) const {
-  if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host path only
+  if (r.mem != MemKind::Device) return false;
   const Impl& m = *impl_;
   // Send/Recv move bytes only: every type. The exact collectives: not the fp8 types.
   if (!r.codec) {

@@ -27,6 +27,8 @@
 // all p payloads as b(k) (oneShotAllReduce below).
 #include "collectives/staged/staged_codec.h"
 
+#include <algorithm>
+
 #include "collectives/staged/staged_impl.h"
 
 namespace coccl {
@@ -67,9 +69,39 @@ size_t StagedCodec::stagingBytes() const {
 
 cudaStream_t StagedCodec::sideStream() const { return impl_->side; }
 
+void StagedCodec::setTwoLevel(int ranksPerNode, size_t chunkBytes) {
+  Impl& m = *impl_;
+  m.ranksPerNode = std::max(ranksPerNode, 1);
+  m.hierChunkBytes = std::max<size_t>(chunkBytes, 1);
+  m.hierName = "hierarchical/" + m.directName.substr(m.directName.find('/') + 1);
+}
+
+namespace {
+
+// A "hier:" call as it runs: two levels when the nodes have 2..p-1 ranks each; else flat with
+// the one level there is (one rank a node: the inter codec; one node: the intra codec), as on
+// the host (host_executor.cc).
+bool twoLevel(const CollRequest& r, int L, int p) { return r.interCodec && L > 1 && L < p; }
+
+CollRequest flatOf(const CollRequest& r, int L) {
+  CollRequest f = r;
+  if (r.interCodec && L == 1) f.codec = r.interCodec;
+  f.interCodec = nullptr;
+  return f;
+}
+
+}  // namespace
+
 bool StagedCodec::supports(const CollRequest& r) const {
   const Impl& m = *impl_;
   if (r.mem != MemKind::Device || !r.codec || !r.codec->hasDeviceOps()) return false;
+  if (r.interCodec) {
+    if (r.coll != Coll::AllReduce && r.coll != Coll::ReduceScatter) return false;
+    if (!twoLevel(r, m.ranksPerNode, m.p)) return supports(flatOf(r, m.ranksPerNode));
+    const int N = m.p / m.ranksPerNode;
+    return m.hierChunkBytes > 0 && m.p % m.ranksPerNode == 0 && r.interCodec->hasDeviceOps() &&
+           m.ranksPerNode <= kernels::kMaxReduceInputs && N <= kernels::kMaxReduceInputs;
+  }
   const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
   if (!reduces && r.coll != Coll::AllGather) return false;
   return r.codec->blockElems() <= m.slotBytes && !(reduces && m.p > kernels::kMaxReduceInputs);
@@ -77,6 +109,10 @@ bool StagedCodec::supports(const CollRequest& r) const {
 
 void StagedCodec::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
+  if (r.interCodec) {
+    if (twoLevel(r, m.ranksPerNode, m.p)) return m.hierReduce(r, stats);
+    return run(flatOf(r, m.ranksPerNode), stats);
+  }
   switch (r.coll) {
     case Coll::AllReduce: return m.oneShot ? m.oneShotAllReduce(r, stats) : m.allReduce(r, stats);
     case Coll::ReduceScatter: return m.reduceScatter(r, stats);

@@ -75,9 +75,17 @@ class StagedCodec {
   StagedCodec(const StagedCodec&) = delete;
   StagedCodec& operator=(const StagedCodec&) = delete;
 
+  // The two-level (hierarchical) ReduceScatter and AllReduce of a "hier:" policy entry
+  // (r.interCodec set; staged_hier.cc): ranks r = n L + l with L = ranksPerNode
+  // (CommContext::ranksPerNode()), in pieces of the host's chunking (chunkBytes =
+  // COCCL_CHUNK_BYTES), so that they equal the host path bit for bit. Until this is called
+  // (or with L = 1 or L = nranks) a "hier:" call runs flat with one codec, as on the host.
+  void setTwoLevel(int ranksPerNode, size_t chunkBytes);
+
   // Whether r (a compressed AllReduce / ReduceScatter / AllGather) can run here: its codec has
   // device operations, a block no larger than a slot, and at most kMaxReduceInputs ranks for
-  // the reductions.
+  // the reductions; a two-level call: both codecs have device operations, and at most
+  // kMaxReduceInputs ranks a node and nodes.
   bool supports(const CollRequest& r) const;
   void run(const CollRequest& r, CollStats& stats);
 
@@ -95,5 +103,8 @@ class StagedCodec {
 // scaleFloats + convertFromFloat, bit for bit). Enqueued on `stream`. finish.cu.
 void launchFinishReduce(const float* acc, size_t count, float scale, cocclDataType_t dt,
                         void* out, cocclStream_t stream);
+
+// acc[0, count) = value (the host's `assign(count, -0.0f)` of an fp32 sum). finish.cu.
+void launchFillFloats(float* acc, size_t count, float value, cocclStream_t stream);
 
 }  // namespace coccl

@@ -1,6 +1,6 @@
 // The staged codec pipeline's state and stage helpers (staged_codec.h), shared by its
-// collectives: staged_codec.cc (AllReduce, two-shot and one-shot) and staged_direct.cc
-// (ReduceScatter, AllGather). The pipeline is written down at the top of staged_codec.cc.
+// collectives: staged_codec.cc (AllReduce, two-shot and one-shot), staged_direct.cc
+// (ReduceScatter, AllGather) and staged_hier.cc (the two-level ones). The pipeline is written down at the top of staged_codec.cc.
 // Private to src/collectives/staged.
 #pragma once
 
@@ -42,6 +42,12 @@ struct StagedCodec::Impl {
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
   DeviceScratch ws;  // the codec's device workspace (grows without waiting for the device)
+  // Two-level calls (staged_hier.cc): ranks per node (1: none), the host's chunk, their
+  // staging (grows, as ws), CollStats::algorithm.
+  int ranksPerNode = 1;
+  size_t hierChunkBytes = 0;
+  DeviceScratch hierStaging;
+  std::string hierName;
 
   Impl(int nranks, int rank, size_t slot, ByteMover& mv)
       : p(nranks), me(rank), slotBytes(slot), mover(mv), ins(static_cast<size_t>(nranks)) {}
@@ -56,6 +62,7 @@ struct StagedCodec::Impl {
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
     ws.release();
+    hierStaging.release();
   }
 
   // Runs one compressed pipeline on s: ordered after the previous eager call, joined and the
@@ -122,12 +129,18 @@ struct StagedCodec::Impl {
   // built-ins need none). Grows, never during a stream capture.
   void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
     const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
+    return need ? grown(ws, need, ("codec " + std::string(c.name())).c_str(), "device workspace", s)
+                : nullptr;
+  }
+  // `buf` grown to `need` bytes (null when 0); a growth during a stream capture is refused.
+  static void* grown(DeviceScratch& buf, size_t need, const char* who, const char* what,
+                     cudaStream_t s) {
     if (need == 0) return nullptr;
-    if (!ws.fits(need))
+    if (!buf.fits(need))
       COCCL_CHECK_USAGE(!streamCapturing(s),
-                        "codec %s needs %zu bytes of device workspace: run the collective once "
-                        "outside the CUDA graph capture first", c.name(), need);
-    return ws.grow(need);
+                        "%s needs %zu bytes of %s: run the collective once outside the CUDA "
+                        "graph capture first", who, need, what);
+    return buf.grow(need);
   }
   // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
   // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
@@ -177,6 +190,7 @@ struct StagedCodec::Impl {
   void oneShotAllReduce(const CollRequest& r, CollStats& stats);
   void reduceScatter(const CollRequest& r, CollStats& stats);
   void allGather(const CollRequest& r, CollStats& stats);
+  void hierReduce(const CollRequest& r, CollStats& stats);  // staged_hier.cc
 
   cudaStream_t user(cocclStream_t s) const { return reinterpret_cast<cudaStream_t>(s); }
   // `to` waits for everything issued so far on `from` (event of stage boundary `b`, set k).
