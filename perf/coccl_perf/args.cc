@@ -57,7 +57,8 @@ CHECKING (-c 1)
   |out - ref| exceeds q times the codec's own bound (cocclCodecErrorBound) for the statistics
   of sum_r |input_r| over its codec block (q = nranks for all_reduce / reduce_scatter, 1 for
   all_gather and sendrecv, whose sum is the one source rank's input; divided by nranks for avg;
-  perf/coccl_perf/README.md); with --codec policy if
+  perf/coccl_perf/README.md); with --codec policy, a call that ran a two-level entry
+  (hier:intra=A,inter=B) by the sum of its two codecs' bounds (README), any other if
       all_reduce, reduce_scatter:  |out - ref| > 0.15 * max|ref| over its block + 1e-6
       all_gather, sendrecv:        |out - in|  > 0.15 * max|in|  over its block + 1e-6
   its block being the 128 aligned elements that contain it (element index / 128, counted from

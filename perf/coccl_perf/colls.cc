@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -145,7 +146,7 @@ Rule ruleFor(const CallSpec& c, DataKind kind) {
 // whole blocks, a ReduceScatter or AllGather shard starts its own), divided by `div` (AVG).
 // q quantisations: nranks for AllReduce / ReduceScatter (each contribution or partial sum once,
 // the result once), 1 for AllGather.
-BoundFn codecBound(cocclCodec_t codec, const Gen& gen, std::vector<int> srcs, size_t base,
+BoundFn codecBound(cocclCodec_t codec, const InputFn& input, std::vector<int> srcs, size_t base,
                    size_t count, int q, double div) {
   size_t g = 1;
   if (cocclCodecBlockElems(codec, &g) != cocclSuccess || g == 0) g = 1;
@@ -167,7 +168,7 @@ BoundFn codecBound(cocclCodec_t codec, const Gen& gen, std::vector<int> srcs, si
         double sq = 0, mx = 0;
         for (size_t i = wv.begin; i < wv.end; ++i) {
           double a = 0;
-          for (int r : srcs) a += std::fabs(gen.value(r, base + i));
+          for (int r : srcs) a += std::fabs(input(r, base + i));
           sq += a * a;
           mx = std::max(mx, a);
         }
@@ -187,7 +188,7 @@ BoundFn codecBound(cocclCodec_t codec, const Gen& gen, std::vector<int> srcs, si
 // by its codec's bound for the statistics of S = sum of |input| over all ranks (a partial sum
 // is no larger); the two bounds add. Run flat (one node, or one rank a node) it is one codec
 // of the two, p quantisations: the larger of the two codecs' bounds.
-BoundFn twoLevelBound(const CallSpec& c, const Gen& gen, const std::vector<int>& srcs,
+BoundFn twoLevelBound(const CallSpec& c, const InputFn& input, const std::vector<int>& srcs,
                       size_t base, size_t count, int n, double div) {
   // nodes -1: two levels on a layout the tool does not know (COCCL_RANKS_PER_NODE unset):
   // N <= p / 2, and p intra quantisations at most.
@@ -195,8 +196,8 @@ BoundFn twoLevelBound(const CallSpec& c, const Gen& gen, const std::vector<int>&
   const int N = c.nodes == -1 ? n / 2 : c.nodes;
   const int qIntra = !two ? n : c.nodes == -1 ? n : n - N;
   const int qInter = !two ? n : c.coll == Coll::AllReduce ? N : N - 1;
-  const BoundFn a = codecBound(c.intra, gen, srcs, base, count, qIntra, div);
-  const BoundFn b = codecBound(c.inter, gen, srcs, base, count, qInter, div);
+  const BoundFn a = codecBound(c.intra, input, srcs, base, count, qIntra, div);
+  const BoundFn b = codecBound(c.inter, input, srcs, base, count, qInter, div);
   return [=](size_t start, size_t len, double* out) {
     std::vector<double> other(len);
     a(start, len, out);
@@ -211,9 +212,44 @@ bool lossyWithBound(cocclCodec_t codec) {
   return codec && cocclCodecErrorBound(codec, 1.0, 1.0, &e) == cocclSuccess && e > 0;
 }
 
+TwoLevelCodecs::~TwoLevelCodecs() {
+  for (auto& m : made_) {
+    if (m.second.first) cocclCodecDestroy(m.second.first);
+    if (m.second.second) cocclCodecDestroy(m.second.second);
+  }
+}
+
+CallSpec TwoLevelCodecs::ran(const Rank& rk, const CallSpec& cs) {
+  const bool reduces = cs.coll == Coll::AllReduce || cs.coll == Coll::ReduceScatter;
+  if (cs.mode != CodecMode::Policy || !reduces) return cs;
+  cocclCollStats_t st{};
+  CP_CHECK(cocclCommGetLastCollStats(rk.comm, &st), rk.comm);
+  const std::string codec = st.codec ? st.codec : "", algo = st.algorithm ? st.algorithm : "";
+  const std::string head = "hier:intra=", sep = ",inter=";
+  const size_t at = codec.find(sep);
+  if (codec.rfind(head, 0) != 0 || at == std::string::npos) return cs;
+  auto it = made_.find(codec);
+  if (it == made_.end()) {
+    cocclCodec_t a = nullptr, b = nullptr;
+    CP_CHECK(cocclCodecCreate(codec.substr(head.size(), at - head.size()).c_str(), &a), nullptr);
+    CP_CHECK(cocclCodecCreate(codec.substr(at + sep.size()).c_str(), &b), nullptr);
+    it = made_.emplace(codec, std::make_pair(a, b)).first;
+  }
+  CallSpec c = cs;
+  c.intra = it->second.first;
+  c.inter = it->second.second;
+  if (algo.rfind("hierarchical", 0) == 0) {
+    const char* e = getenv("COCCL_RANKS_PER_NODE");
+    const int L = e ? atoi(e) : 0, n = rk.nranks;
+    c.nodes = L > 1 && L < n && n % L == 0 ? n / L : -1;
+  }
+  return c;
+}
+
 RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
                     const Buffers& b, size_t count) {
   RankCheck out;
+  const InputFn input = [&gen](int r, size_t i) { return gen.value(r, i); };
   const size_t elt = typeInfo(c.type).size;
   const int n = rk.nranks;
   const Rule rule = ruleFor(c, gen.kind);
@@ -231,8 +267,8 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       const bool twoLevel = rule == Rule::Bound && c.intra && c.inter && c.coll != Coll::Reduce;
       const bool own =
           twoLevel || (rule == Rule::Bound && lossyWithBound(c.codec) && c.coll != Coll::Reduce);
-      const BoundFn bound = twoLevel ? twoLevelBound(c, gen, all, base, count, n, div)
-                            : own    ? codecBound(c.codec, gen, all, base, count, n, div)
+      const BoundFn bound = twoLevel ? twoLevelBound(c, input, all, base, count, n, div)
+                            : own    ? codecBound(c.codec, input, all, base, count, n, div)
                                      : BoundFn();
       out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
         for (size_t k = 0; k < len; ++k) ref[k] = reduceRef(gen, c.op, n, base + s + k);
@@ -245,7 +281,7 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       for (int src = 0; src < n; ++src) {
         const void* shard = static_cast<const char*>(o) + static_cast<size_t>(src) * count * elt;
         const bool own = rule == Rule::Bound && lossyWithBound(c.codec);
-        const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
+        const BoundFn bound = own ? codecBound(c.codec, input, {src}, 0, count, 1, 1) : BoundFn();
         out.res.merge(checkOutput(c.type, shard, count, [&](size_t s, size_t len, double* ref) {
           for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
         }, rule, own ? &bound : nullptr));
@@ -260,7 +296,7 @@ RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPl
       // at the message's first element).
       const bool own =
           c.coll == Coll::SendRecv && rule == Rule::Bound && lossyWithBound(c.codec);
-      const BoundFn bound = own ? codecBound(c.codec, gen, {src}, 0, count, 1, 1) : BoundFn();
+      const BoundFn bound = own ? codecBound(c.codec, input, {src}, 0, count, 1, 1) : BoundFn();
       out.res = checkOutput(c.type, o, count, [&](size_t s, size_t len, double* ref) {
         for (size_t k = 0; k < len; ++k) ref[k] = gen.value(src, s + k);
       }, rule, own ? &bound : nullptr);

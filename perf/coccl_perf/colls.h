@@ -5,6 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "args.h"
 #include "coccl.h"
@@ -70,5 +75,35 @@ struct RankCheck {
 };
 RankCheck checkCall(const Rank& rk, const CallSpec& c, const Gen& gen, bool inPlace,
                     const Buffers& b, size_t count);
+
+// Input element i of rank r (an exact double), for the bounds below.
+using InputFn = std::function<double(int r, size_t i)>;
+// The Bound rule from the call's codec: element j of an output of `count` elements whose input
+// index is base + j may be off by q times the codec's bound (cocclCodecErrorBound) for the block
+// statistics of S = sum over `srcs` of |input| over the codec block holding j, divided by div.
+BoundFn codecBound(cocclCodec_t codec, const InputFn& input, std::vector<int> srcs, size_t base,
+                   size_t count, int q, double div);
+// A lossy codec with a bound of its own (the none codec's is 0: the 0.15 rule then).
+bool lossyWithBound(cocclCodec_t codec);
+// The Bound rule of a two-level call (c.intra, c.inter, c.nodes; colls.cc has the count).
+BoundFn twoLevelBound(const CallSpec& c, const InputFn& input, const std::vector<int>& srcs,
+                      size_t base, size_t count, int n, double div);
+
+// --codec policy: the codecs of the two-level ("hier:") entries the calls ran, made once each.
+class TwoLevelCodecs {
+ public:
+  TwoLevelCodecs() = default;
+  ~TwoLevelCodecs();
+  TwoLevelCodecs(const TwoLevelCodecs&) = delete;
+  TwoLevelCodecs& operator=(const TwoLevelCodecs&) = delete;
+  // cs for the check of the call just run: under --codec policy, when it ran a two-level entry
+  // (CollStats::codec "hier:intra=SPEC,inter=SPEC"), with its two codecs and the nodes
+  // (CollStats::algorithm "hierarchical...": from COCCL_RANKS_PER_NODE, else -1 (unknown); 0
+  // when it ran flat).
+  CallSpec ran(const Rank& rk, const CallSpec& cs);
+
+ private:
+  std::map<std::string, std::pair<cocclCodec_t, cocclCodec_t>> made_;
+};
 
 }  // namespace cocclperf

@@ -7,11 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <cstdlib>
 #include <limits>
-#include <map>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "colls.h"
@@ -61,43 +57,7 @@ struct Sweeper {
   Table* table;  // rank 0 only
   DeviceRank* dev = nullptr;  // --mem device: the buffers the calls use, the stream, the timer
   int status = 0;
-  // --codec policy: the codecs of the two-level entries the calls ran (TwoLevel), by name.
-  std::map<std::string, std::pair<cocclCodec_t, cocclCodec_t>> hier = {};
-
-  ~Sweeper() {
-    for (auto& h : hier) {
-      if (h.second.first) cocclCodecDestroy(h.second.first);
-      if (h.second.second) cocclCodecDestroy(h.second.second);
-    }
-  }
-  // The call just run, for its check: under --codec policy, a two-level entry
-  // (CollStats::codec "hier:intra=SPEC,inter=SPEC") gives its two codecs and the nodes
-  // (CollStats::algorithm "hierarchical...": COCCL_RANKS_PER_NODE, or unknown: -1; flat: 0).
-  CallSpec twoLevel(const CallSpec& cs) {
-    if (cs.mode != CodecMode::Policy || (cs.coll != Coll::AllReduce && cs.coll != Coll::ReduceScatter))
-      return cs;
-    std::string codec, algo;
-    lastStats(rk, &codec, &algo);
-    const std::string head = "hier:intra=", sep = ",inter=";
-    const size_t at = codec.find(sep);
-    if (codec.rfind(head, 0) != 0 || at == std::string::npos) return cs;
-    auto it = hier.find(codec);
-    if (it == hier.end()) {
-      cocclCodec_t a = nullptr, b = nullptr;
-      CP_CHECK(cocclCodecCreate(codec.substr(head.size(), at - head.size()).c_str(), &a), nullptr);
-      CP_CHECK(cocclCodecCreate(codec.substr(at + sep.size()).c_str(), &b), nullptr);
-      it = hier.emplace(codec, std::make_pair(a, b)).first;
-    }
-    CallSpec c = cs;
-    c.intra = it->second.first;
-    c.inter = it->second.second;
-    if (algo.rfind("hierarchical", 0) == 0) {
-      const char* e = getenv("COCCL_RANKS_PER_NODE");
-      const int L = e ? atoi(e) : 0, n = rk.nranks;
-      c.nodes = L > 1 && L < n && n % L == 0 ? n / L : -1;
-    }
-    return c;
-  }
+  TwoLevelCodecs hier = {};  // --codec policy: the two-level entries' codecs
 
   // The buffers the collective runs on.
   Buffers callBufs() const { return dev ? Buffers{dev->send(), dev->recv()} : bufs; }
@@ -141,7 +101,7 @@ struct Sweeper {
         toDevice(sh, elt);
         runColl(rk, cs, p.send, p.recv, sh.count);
         fromDevice(sh, elt);
-        rc = checkCall(rk, twoLevel(cs), gen, inPlace, bufs, sh.count);
+        rc = checkCall(rk, hier.ran(rk, cs), gen, inPlace, bufs, sh.count);
       }
       const cocclCollStats_t st = lastStats(rk, inPlace ? nullptr : &codec, &algo);
       if (!inPlace) row->algorithm = algo, wireOop = st.wireBytesSent;

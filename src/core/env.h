@@ -38,6 +38,7 @@ struct Env {
   std::string algo;            // COCCL_ALGO (auto | two-shot | direct | ring | one-shot)
   int64_t ringMinRanks;        // COCCL_RING_MIN_RANKS
   int64_t ranksPerNode;        // COCCL_RANKS_PER_NODE (0: from the hosts)
+  int64_t twoLevelPipeline;    // COCCL_TWO_LEVEL_PIPELINE
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
   int64_t shimNoNccl;          // COCCL_SHIM_NO_NCCL
   int64_t ncclCallCheck;       // COCCL_NCCL_CALL_CHECK

@@ -1,13 +1,13 @@
 // Two-level ("hier:") ReduceScatter and AllReduce on device buffers (label gpu): 4 processes
-// sharing one GPU over the NCCL transport, as 2 nodes of 2 (COCCL_RANKS_PER_NODE through
-// cocclConfig_t.ranksPerNode). Every device call's output equals bit for bit the host call's
-// (same inputs: the host path is src/collectives/host/hierarchical.cc, the device path
-// src/collectives/staged/staged_hier.cc), its wire bytes equal the host's, every rank's
-// AllReduce output is the same, and the error against the fp64 sum stays under the host's
-// measured bound; in place and out of place, counts that do not divide by ranks, nodes or
-// blocks, a non-finite element, SUM and AVG; enough pieces (COCCL_CHUNK_BYTES = 64 KiB) that
-// the software pipeline of staged_hier.cc reuses its staging sets. One node of 4 and one rank a
-// node run flat.
+// sharing one GPU over the NCCL transport, as 2 nodes of 2 (cocclConfig_t.ranksPerNode).
+// Every device call's output equals bit for bit the host call's (same inputs: the host path is
+// src/collectives/host/hierarchical.cc, the device path src/collectives/staged/two_level.h),
+// its wire bytes equal the host's, every rank's AllReduce output is the same, and the error
+// against the fp64 sum stays under the host's measured bound. One piece at a time and
+// pipelined (COCCL_TWO_LEVEL_PIPELINE=1, with enough pieces, COCCL_CHUNK_BYTES = 64 KiB, that
+// it reuses its staging sets); in place and out of place, counts that do not divide by ranks,
+// nodes or blocks, a non-finite element, SUM and AVG. One node of 4 and one rank a node run
+// flat.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,8 +27,9 @@ namespace {
 struct Layout {
   const char* spec;
   int ranksPerNode;
-  const char* arAlgo;  // CollStats::algorithm of the device AllReduce
-  const char* rsAlgo;  // and ReduceScatter
+  const char* arAlgo;      // CollStats::algorithm of the device AllReduce
+  const char* rsAlgo;      // and ReduceScatter
+  bool pipelined = false;  // COCCL_TWO_LEVEL_PIPELINE=1
 };
 
 GpuRunOptions options(const Layout& x) {
@@ -39,6 +40,7 @@ GpuRunOptions options(const Layout& x) {
   o.config.codecReduceScatter = x.spec;
   o.config.ranksPerNode = x.ranksPerNode;
   o.env.push_back({"COCCL_CHUNK_BYTES", "65536"});  // several pieces a shard
+  o.env.push_back({"COCCL_TWO_LEVEL_PIPELINE", x.pipelined ? "1" : "0"});
 #ifdef COCCL_INT4_PLUGIN
   // COCCL_INT4_PLUGIN_FILE: the plug-in where binaries built elsewhere run.
   const char* moved = getenv("COCCL_INT4_PLUGIN_FILE");
@@ -149,7 +151,8 @@ TEST_P(DeviceHier, NcclTransportMatchesHostBitwise) {
   COCCL_REQUIRE_GPU();
   const Layout x = GetParam();
 #ifndef COCCL_INT4_PLUGIN
-  if (std::string(x.spec).find("int4") != std::string::npos) GTEST_SKIP() << "int4 plug-in not built";
+  if (std::string(x.spec).find("int4") != std::string::npos)
+    GTEST_SKIP() << "int4 plug-in not built";
 #endif
   runGpuRanks(
       4, [&](Rank& r) { deviceMatchesHost(r, x); }, options(x));
@@ -160,12 +163,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Layout{"hier:intra=int8,inter=int4", 2, "hierarchical/nccl", "hierarchical/nccl"},
         Layout{"hier:intra=int8:block=32,inter=int8", 2, "hierarchical/nccl", "hierarchical/nccl"},
+        Layout{"hier:intra=int8,inter=int4", 2, "hierarchical/nccl", "hierarchical/nccl", true},
         Layout{"hier:intra=int8,inter=int4", 4, "two-shot/nccl", "direct/nccl"},
         Layout{"hier:intra=int8,inter=int4", 1, "two-shot/nccl", "direct/nccl"}),
     [](const ::testing::TestParamInfo<Layout>& i) {
       return std::string(i.param.ranksPerNode == 2 ? "TwoNodesOfTwo" : "Flat") +
              (std::string(i.param.spec).find("int4") != std::string::npos ? "Int4" : "Int8") +
-             (i.param.ranksPerNode == 1 ? "OneRankANode" : i.param.ranksPerNode == 4 ? "OneNode" : "");
+             (i.param.ranksPerNode == 1   ? "OneRankANode"
+              : i.param.ranksPerNode == 4 ? "OneNode"
+                                          : "") +
+             (i.param.pipelined ? "Pipelined" : "");
     });
 
 }  // namespace

@@ -103,7 +103,8 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
                                                stagedAllReduceAlgo(c.config().algo));
       // "hier:" entries: two levels in the host's chunks (bitwise the host path's results).
       m.staged->setTwoLevel(c.ranksPerNode(),
-                            static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 1)));
+                            static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 1)),
+                            c.config().twoLevelPipeline);
     }
     if (c.config().ncclCallCheck) m.check = std::make_unique<NcclCallCheck>(m.p);
   } catch (const Error& e) {
@@ -113,8 +114,10 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   // of every send and receive follow from it): all agree, or the executor is off everywhere.
   std::string reason = agree(c.bootstrap(), failure);
   if (reason.empty())  // exact-only: no slots (0 everywhere)
-    reason = agreeValues(c.bootstrap(), {{"COCCL_CHUNK_BYTES", exactOnly ? 0 : m.slotBytes},
-                                         {"COCCL_NCCL_CALL_CHECK", m.check ? 1u : 0u}});
+    reason = agreeValues(c.bootstrap(),
+                         {{"COCCL_CHUNK_BYTES", exactOnly ? 0 : m.slotBytes},
+                          {"COCCL_NCCL_CALL_CHECK", m.check ? 1u : 0u},
+                          {"COCCL_TWO_LEVEL_PIPELINE", c.config().twoLevelPipeline ? 1u : 0u}});
   if (!reason.empty()) {
     *why = "NCCL executor: " + reason;
     m.staged.reset();

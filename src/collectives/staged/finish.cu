@@ -35,7 +35,8 @@ __global__ void fillKernel(float* acc, size_t n, float value) {
 
 void checkLaunch(const char* what) {
   cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) COCCL_THROW(cocclUnhandledCudaError, "%s kernel launch: %s", what, cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    COCCL_THROW(cocclUnhandledCudaError, "%s kernel launch: %s", what, cudaGetErrorString(e));
 }
 
 int blocksFor(size_t count, int threads) {
@@ -46,7 +47,8 @@ int blocksFor(size_t count, int threads) {
 
 void launchFillFloats(float* acc, size_t count, float value, cocclStream_t stream) {
   if (count == 0) return;
-  fillKernel<<<blocksFor(count, 256), 256, 0, reinterpret_cast<cudaStream_t>(stream)>>>(acc, count, value);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  fillKernel<<<blocksFor(count, 256), 256, 0, s>>>(acc, count, value);
   checkLaunch("fill");
 }
 

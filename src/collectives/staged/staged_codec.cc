@@ -69,10 +69,11 @@ size_t StagedCodec::stagingBytes() const {
 
 cudaStream_t StagedCodec::sideStream() const { return impl_->side; }
 
-void StagedCodec::setTwoLevel(int ranksPerNode, size_t chunkBytes) {
+void StagedCodec::setTwoLevel(int ranksPerNode, size_t chunkBytes, bool pipelined) {
   Impl& m = *impl_;
   m.ranksPerNode = std::max(ranksPerNode, 1);
   m.hierChunkBytes = std::max<size_t>(chunkBytes, 1);
+  m.hierPipelined = pipelined;
   m.hierName = "hierarchical/" + m.directName.substr(m.directName.find('/') + 1);
 }
 

@@ -76,11 +76,12 @@ class StagedCodec {
   StagedCodec& operator=(const StagedCodec&) = delete;
 
   // The two-level (hierarchical) ReduceScatter and AllReduce of a "hier:" policy entry
-  // (r.interCodec set; staged_hier.cc): ranks r = n L + l with L = ranksPerNode
+  // (r.interCodec set; staged_hier.cc, two_level.h): ranks r = n L + l with L = ranksPerNode
   // (CommContext::ranksPerNode()), in pieces of the host's chunking (chunkBytes =
-  // COCCL_CHUNK_BYTES), so that they equal the host path bit for bit. Until this is called
-  // (or with L = 1 or L = nranks) a "hier:" call runs flat with one codec, as on the host.
-  void setTwoLevel(int ranksPerNode, size_t chunkBytes);
+  // COCCL_CHUNK_BYTES), so that they equal the host path bit for bit; `pipelined`
+  // (COCCL_TWO_LEVEL_PIPELINE): the pieces overlap. Until this is called (or with L = 1 or
+  // L = nranks) a "hier:" call runs flat with one codec, as on the host.
+  void setTwoLevel(int ranksPerNode, size_t chunkBytes, bool pipelined);
 
   // Whether r (a compressed AllReduce / ReduceScatter / AllGather) can run here: its codec has
   // device operations, a block no larger than a slot, and at most kMaxReduceInputs ranks for

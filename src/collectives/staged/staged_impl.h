@@ -1,6 +1,7 @@
 // The staged codec pipeline's state and stage helpers (staged_codec.h), shared by its
 // collectives: staged_codec.cc (AllReduce, two-shot and one-shot), staged_direct.cc
-// (ReduceScatter, AllGather) and staged_hier.cc (the two-level ones). The pipeline is written down at the top of staged_codec.cc.
+// (ReduceScatter, AllGather) and staged_hier.cc (the two-level ones). The pipeline is written
+// down at the top of staged_codec.cc.
 // Private to src/collectives/staged.
 #pragma once
 
@@ -42,10 +43,11 @@ struct StagedCodec::Impl {
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
   DeviceScratch ws;  // the codec's device workspace (grows without waiting for the device)
-  // Two-level calls (staged_hier.cc): ranks per node (1: none), the host's chunk, their
-  // staging (grows, as ws), CollStats::algorithm.
+  // Two-level calls (staged_hier.cc): ranks per node (1: none), the host's chunk, whether the
+  // pieces overlap (two_level.h), their staging (grows, as ws), CollStats::algorithm.
   int ranksPerNode = 1;
   size_t hierChunkBytes = 0;
+  bool hierPipelined = false;
   DeviceScratch hierStaging;
   std::string hierName;
 
