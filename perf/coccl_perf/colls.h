@@ -38,7 +38,7 @@ struct CallSpec {
   CodecMode mode = CodecMode::None;
   cocclCodec_t codec = nullptr;  // the call's codec when mode != Policy
   // --codec policy, when the call ran a two-level ("hier:") entry (CollStats::codec): its
-  // codecs, and the nodes it ran on (0: it ran flat with one of them; sweep.cc TwoLevel).
+  // codecs, and the nodes it ran on (0: it ran flat with one of them; TwoLevelCodecs below).
   cocclCodec_t intra = nullptr, inter = nullptr;
   int nodes = 0;
   cudaStream_t stream = nullptr;  // --mem device: the rank's stream

@@ -149,11 +149,12 @@ int Communicator::cudaDevice() const {
 Executor& Communicator::route(CollRequest& r) {
   // A codec without device launchers (a plug-in built without them) is refused on device
   // buffers instead of silently running exact (include/coccl_codec.h, COCCL_CODEC_CAP_DEVICE).
-  if (r.codec && r.mem == MemKind::Device && !r.codec->hasDeviceOps())
-    COCCL_THROW(cocclInvalidUsage,
-                "%s with codec %s on device buffers: the codec has no device launchers "
-                "(COCCL_CODEC_CAP_DEVICE); use host buffers or another codec",
-                collName(r.coll), r.codec->name());
+  for (const Codec* c : {r.codec, r.interCodec})  // a two-level entry: both of its codecs
+    if (c && r.mem == MemKind::Device && !c->hasDeviceOps())
+      COCCL_THROW(cocclInvalidUsage,
+                  "%s with codec %s on device buffers: the codec has no device launchers "
+                  "(COCCL_CODEC_CAP_DEVICE); use host buffers or another codec",
+                  collName(r.coll), c->name());
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& x : executors_)
       if (x->supports(r)) return *x;

@@ -2,7 +2,7 @@
 // sharing one GPU over the NCCL transport, as 2 nodes of 2 (cocclConfig_t.ranksPerNode).
 // Every device call's output equals bit for bit the host call's (same inputs: the host path is
 // src/collectives/host/hierarchical.cc, the device path src/collectives/staged/two_level.h),
-// its wire bytes equal the host's, every rank's AllReduce output is the same, and the error
+// its payload bytes equal the host's, every rank's AllReduce output is the same, and the error
 // against the fp64 sum stays under the host's measured bound. One piece at a time and
 // pipelined (COCCL_TWO_LEVEL_PIPELINE=1, with enough pieces, COCCL_CHUNK_BYTES = 64 KiB, that
 // it reuses its staging sets); in place and out of place, counts that do not divide by ranks,
@@ -112,10 +112,13 @@ void deviceMatchesHost(Rank& r, const Layout& x) {
     ASSERT_EQ(rc, cocclSuccess) << what << ": " << cocclGetLastError(r.comm);
     ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
     EXPECT_EQ(devAlgo, c.allReduce ? x.arAlgo : x.rsAlgo) << what;
-    // Two levels move the host's bytes exactly; the flat staged AllReduce pads its gather
-    // (ncclAllGather of 256-byte strides), so only the two-level wire is compared.
+    // Two levels move the host's payload bytes exactly; the host adds its call agreement's
+    // 128-byte descriptor to each peer (tests/collectives/test_hierarchical.cc). The flat
+    // staged AllReduce pads its gather (ncclAllGather of 256-byte strides), so only the
+    // two-level wire is compared.
     if (x.ranksPerNode > 1 && x.ranksPerNode < p) {
-      EXPECT_EQ(devWire, st.wireBytesSent) << what << " (device vs host wire bytes)";
+      EXPECT_EQ(devWire + 128 * static_cast<size_t>(p - 1), st.wireBytesSent)
+          << what << " (device payload bytes vs host wire bytes)";
     }
     for (size_t i = 0; i < outCount; ++i) {
       const double a = getElem(c.dt, dev.data(), i), b = getElem(c.dt, host.data(), i);

@@ -14,9 +14,10 @@ void StagedCodec::Impl::hierReduce(const CollRequest& r, CollStats& stats) {
   class DeviceTwoLevelOps final : public TwoLevelOps {
    public:
     DeviceTwoLevelOps(Impl& m, cudaStream_t s, void* ws) : m_(m), s_(s), ws_(ws) {}
-    char* staging(size_t bytes) override {
-      return static_cast<char*>(
-          Impl::grown(m_.hierStaging, bytes, "two-level collective", "device staging", s_));
+    char* staging(size_t bytes) override {  // grown before the pipeline started
+      COCCL_CHECK_INTERNAL(m_.hierStaging.fits(bytes),
+                           "two-level staging of %zu bytes not provided", bytes);
+      return static_cast<char*>(m_.hierStaging.ptr());
     }
     void encode(const Codec& c, const void* in, cocclDataType_t dt, size_t n, void* out) override {
       c.deviceEncode(in, dt, n, out, ws_, s_);
@@ -78,6 +79,10 @@ void StagedCodec::Impl::hierReduce(const CollRequest& r, CollStats& stats) {
                                   r.interCodec->deviceWorkspaceBytes(chunk, cocclFloat32, N),
                                   r.interCodec->deviceWorkspaceBytes(chunk, r.dt, N)});
   void* ws = grown(m.ws, wsNeed, "two-level collective", "codec device workspace", s);
+  // The staging too, before anything is enqueued: a growth refused in a stream capture (or a
+  // failed cudaMalloc) throws here, with the transport intact, not inside the pipeline (which
+  // aborts the transport on failure).
+  grown(m.hierStaging, twoLevelStagingBytes(c, sh), "two-level collective", "device staging", s);
   DeviceTwoLevelOps ops(m, s, ws);
   m.pipeline(s, [&] { stats.wireBytesSent = runTwoLevel(c, sh, ops); });
 }

@@ -24,7 +24,8 @@
 // Each payload has its own 256-byte aligned place in its set and moves as its own transfer;
 // between one pair of ranks the transfers of a group are posted in the same order at both ends
 // (exchanges in j order, each in its fixed order, the same zero-size ones skipped), so they
-// match, and the wire carries the host's bytes exactly.
+// match, and the wire carries the host's payload bytes exactly (the host path adds its call
+// agreement's descriptors).
 #include "collectives/staged/two_level.h"
 
 #include <algorithm>
@@ -45,16 +46,65 @@ size_t alignOf(const TwoLevelCall& c) {
   return std::max(c.intra->blockElems(), c.inter->blockElems());
 }
 
+// The call's shards, pieces and staging layout. A set: intra payloads sent [l][m] and received
+// [l][m] (p places of ui bytes each), acc_m (N x chunk floats), inter payloads sent [m] and
+// received [m] (N places of ue bytes each), the total (chunk floats), AllReduce's gathered
+// columns [l][m] (p places of ue bytes). A place holds the largest payload of any piece: a whole
+// chunk's or a shard's last piece's (a partial block kept exact can make a shorter piece's
+// payload the longer one).
+struct Layout {
+  std::vector<Range> shards;
+  size_t chunk = 0, K = 0, sets = 0, ui = 0, ue = 0, accBytes = 0;
+  size_t oIntraSend = 0, oIntraRecv = 0, oAcc = 0, oInterSend = 0, oInterRecv = 0, oTotal = 0;
+  size_t oCols = 0, perSet = 0;
+  size_t stagingBytes() const { return K ? sets * perSet : 0; }
+};
+
+Layout layoutOf(const TwoLevelCall& c, const TwoLevelShape& sh) {
+  const int p = sh.nranks, L = sh.ranksPerNode;
+  COCCL_CHECK_ARG(c.intra && c.inter && L > 1 && L < p && p % L == 0 && sh.rank >= 0 && sh.rank < p,
+                  "two-level: %d ranks per node for %d ranks", L, p);
+  Layout y;
+  const bool all = c.allReduce;
+  y.shards = all ? balancedShards(c.count, p, alignOf(c)) : equalShards(c.count, p);
+  y.chunk = chunkElems(sh.chunkBytes, dtypeSize(c.dt), alignOf(c));
+  for (const Range& s : y.shards) y.K = std::max(y.K, numChunks(s.count, y.chunk));
+  const size_t E = all ? 4 : 2;  // exchanges a piece
+  y.sets = sh.pipelined ? E : 1;
+  auto room = [&](size_t n) {
+    if (!n) return;
+    y.ui = std::max(y.ui, up256(c.intra->encodedBytes(n, c.dt)));
+    y.ue = std::max(y.ue, up256(c.inter->encodedBytes(n, cocclFloat32)));
+  };
+  room(y.chunk);
+  for (const Range& s : y.shards)
+    if (s.count) room(s.count - (numChunks(s.count, y.chunk) - 1) * y.chunk);
+  y.accBytes = up256(y.chunk * sizeof(float));
+  const size_t P = static_cast<size_t>(p), N = static_cast<size_t>(p / L);
+  y.oIntraSend = 0;
+  y.oIntraRecv = P * y.ui;
+  y.oAcc = 2 * P * y.ui;
+  y.oInterSend = y.oAcc + N * y.accBytes;
+  y.oInterRecv = y.oInterSend + N * y.ue;
+  y.oTotal = y.oInterRecv + N * y.ue;
+  y.oCols = y.oTotal + y.accBytes;
+  y.perSet = y.oCols + (all ? P * y.ue : 0);
+  return y;
+}
+
 }  // namespace
 
 size_t twoLevelChunkElems(const TwoLevelCall& c, const TwoLevelShape& s) {
   return chunkElems(s.chunkBytes, dtypeSize(c.dt), alignOf(c));
 }
 
+size_t twoLevelStagingBytes(const TwoLevelCall& c, const TwoLevelShape& s) {
+  return layoutOf(c, s).stagingBytes();
+}
+
 size_t runTwoLevel(const TwoLevelCall& c, const TwoLevelShape& sh, TwoLevelOps& ops) {
+  const Layout y = layoutOf(c, sh);  // checks the shape
   const int p = sh.nranks, me = sh.rank, L = sh.ranksPerNode;
-  COCCL_CHECK_ARG(c.intra && c.inter && L > 1 && L < p && p % L == 0 && me >= 0 && me < p,
-                  "two-level: %d ranks per node for %d ranks", L, p);
   const int N = p / L, n0 = me / L, l0 = me % L;
   auto rankOf = [&](int n, int l) { return n * L + l; };
   const Codec& intra = *c.intra;
@@ -62,37 +112,16 @@ size_t runTwoLevel(const TwoLevelCall& c, const TwoLevelShape& sh, TwoLevelOps& 
   const bool all = c.allReduce;
   const cocclDataType_t dt = c.dt;
   const size_t es = dtypeSize(dt);
-  const std::vector<Range> shards =
-      all ? balancedShards(c.count, p, alignOf(c)) : equalShards(c.count, p);
-  const size_t chunk = twoLevelChunkElems(c, sh);
-  size_t K = 0;
-  for (const Range& s : shards) K = std::max(K, numChunks(s.count, chunk));
+  const std::vector<Range>& shards = y.shards;
+  const size_t chunk = y.chunk, K = y.K, sets = y.sets, perSet = y.perSet, ui = y.ui, ue = y.ue;
   if (K == 0) return 0;
   const float scale = c.op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
   const int E = all ? 4 : 2;  // exchanges a piece
-  const size_t sets = sh.pipelined ? static_cast<size_t>(E) : 1;
-
-  // A set: intra payloads sent [l][m] and received [l][m] (p places of ui bytes each), acc_m
-  // (N x chunk floats), inter payloads sent [m] and received [m] (N places of ue bytes each),
-  // the total (chunk floats), AllReduce's gathered columns [l][m] (p places of ue bytes). A
-  // place holds the largest payload of any piece: a whole chunk's or a shard's last piece's (a
-  // partial block kept exact can make a shorter piece's payload the longer one).
-  size_t ui = 0, ue = 0;
-  auto room = [&](size_t n) {
-    if (!n) return;
-    ui = std::max(ui, up256(intra.encodedBytes(n, dt)));
-    ue = std::max(ue, up256(inter.encodedBytes(n, cocclFloat32)));
-  };
-  room(chunk);
-  for (const Range& s : shards)
-    if (s.count) room(s.count - (numChunks(s.count, chunk) - 1) * chunk);
-  const size_t accBytes = up256(chunk * sizeof(float));
-  const size_t P = static_cast<size_t>(p), NN = static_cast<size_t>(N);
-  const size_t oIntraSend = 0, oIntraRecv = P * ui, oAcc = 2 * P * ui;
-  const size_t oInterSend = oAcc + NN * accBytes, oInterRecv = oInterSend + NN * ue;
-  const size_t oTotal = oInterRecv + NN * ue, oCols = oTotal + accBytes;
-  const size_t perSet = oCols + (all ? P * ue : 0);
-  char* base = ops.staging(sets * perSet);
+  const size_t NN = static_cast<size_t>(N);
+  const size_t oIntraSend = y.oIntraSend, oIntraRecv = y.oIntraRecv, oAcc = y.oAcc;
+  const size_t oInterSend = y.oInterSend, oInterRecv = y.oInterRecv, oTotal = y.oTotal;
+  const size_t oCols = y.oCols, accBytes = y.accBytes;
+  char* base = ops.staging(y.stagingBytes());
   auto set = [&](size_t q) { return base + (q % sets) * perSet; };
   auto lm = [&](int l, int mm) { return static_cast<size_t>(l) * NN + static_cast<size_t>(mm); };
   auto intraSend = [&](size_t q, int l, int mm) { return set(q) + oIntraSend + lm(l, mm) * ui; };

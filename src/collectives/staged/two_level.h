@@ -26,7 +26,8 @@ class TwoLevelOps {
     bool send;
   };
   virtual ~TwoLevelOps() = default;
-  // At least `bytes` bytes of staging, 256-byte aligned, the same for the whole call.
+  // At least `bytes` bytes of staging (twoLevelStagingBytes), 256-byte aligned, for the whole
+  // call.
   virtual char* staging(size_t bytes) = 0;
   // out = encode(in[0, n) of type dt) with codec c.
   virtual void encode(const Codec& c, const void* in, cocclDataType_t dt, size_t n, void* out) = 0;
@@ -70,7 +71,12 @@ struct TwoLevelShape {
 // block).
 size_t twoLevelChunkElems(const TwoLevelCall& c, const TwoLevelShape& s);
 
-// Runs the call; returns the bytes this rank sent (the host path's wireBytesSent). Throws Error
+// Bytes of staging runTwoLevel asks ops.staging() for (0 for an empty call), so that a caller
+// can provide it before it starts anything. Throws as runTwoLevel.
+size_t twoLevelStagingBytes(const TwoLevelCall& c, const TwoLevelShape& s);
+
+// Runs the call; returns the payload bytes this rank sent (the host path's wireBytesSent less
+// its call agreement's descriptors, 128 bytes to each peer). Throws Error
 // (cocclInvalidArgument) for a shape that is not two-level.
 size_t runTwoLevel(const TwoLevelCall& c, const TwoLevelShape& s, TwoLevelOps& ops);
 

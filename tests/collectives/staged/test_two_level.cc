@@ -16,6 +16,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,6 +71,7 @@ class HostOps final : public TwoLevelOps {
  public:
   HostOps(World& w, int me) : w_(w), me_(me) {}
   char* staging(size_t bytes) override {
+    asked = bytes;
     buf_.assign(bytes + 256, 0);
     const uintptr_t a = reinterpret_cast<uintptr_t>(buf_.data());
     return buf_.data() + ((256 - a % 256) % 256);
@@ -101,6 +103,7 @@ class HostOps final : public TwoLevelOps {
       if (!x.send) w_.recv(x.peer, me_, x.buf, x.bytes);
   }
   int groups = 0;
+  size_t asked = 0;  // bytes of staging asked for
 
  private:
   World& w_;
@@ -246,6 +249,8 @@ void runCase(const Case& c, bool pipelined) {
         sh.chunkBytes = chunkBytes;
         sh.pipelined = pipelined;
         wire[static_cast<size_t>(r)] = runTwoLevel(call, sh, ops);
+        if (ops.asked != twoLevelStagingBytes(call, sh))
+          throw std::runtime_error("staging asked for differs from twoLevelStagingBytes");
         if (c.inPlace)
           o.assign(static_cast<char*>(call.out), static_cast<char*>(call.out) + c.count * es);
       } catch (const std::exception& e) {
