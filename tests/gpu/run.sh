@@ -5,7 +5,7 @@
 #   OUT=$OUT bash tests/gpu/run.sh                 # build, tests, sanitizers, perf (< 9 min)
 #   STEPS="build test" bash tests/gpu/run.sh       # a subset, e.g. to split over two calls
 #
-# Steps (STEPS, default "build test sanitize perf"; perf_nccl on request):
+# Steps (STEPS, default "build test sanitize perf"; perf_nccl and perf_hier on request):
 #   build     configure with CUDA (extra cmake arguments from $CMAKE_ARGS) and build
 #   test      ctest -L gpu: tests/gpu (device collectives) and tests/gpu/codec (codec kernels)
 #             (with 2+ GPUs also DeviceMultiGpu: each rank on its own GPU; skipped on one)
@@ -18,6 +18,10 @@
 #             checked coccl_perf all_reduce / reduce_scatter / all_gather --codec q8 --mem device
 #             on 2 processes, CUDA IPC (staged pipeline) and COCCL_DEVICE_TRANSPORT=nccl
 #   kbench_plugins  kernel_bench of the int4 plug-in beside fp8_ash_ds and a copy (256 MiB)
+#   perf_hier two-level (hier:intra=int8,inter=int4) reduce_scatter and all_reduce on device
+#             buffers, 4 processes as 2 nodes of 2 over COCCL_DEVICE_TRANSPORT=nccl, bf16, 4 MiB ..
+#             64 MiB, checked (-c 1): NCCL's own (--codec none), flat int4, two levels one piece
+#             at a time and pipelined (COCCL_TWO_LEVEL_PIPELINE=0|1) side by side
 #   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
 #             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
 #             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
@@ -138,7 +142,7 @@ launch() {
   return $rc
 }
 
-if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl || has plugin; } && command -v nvidia-cuda-mps-control >/dev/null; then
+if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl || has perf_hier || has plugin; } && command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/coccl-mps-pipe-$$ CUDA_MPS_LOG_DIRECTORY=/tmp/coccl-mps-log-$$
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
@@ -188,6 +192,35 @@ if has perf; then
     grep -E "^###|^ +[0-9]+ +[0-9]+ +bfloat16" "$OUT/perf.log" | grep -v "^$" \
       | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16}' \
       | head -80 >> "$SUMMARY"
+  fi
+fi
+
+if has perf_hier; then
+  INT4=$(find "$BDIR" -name 'libcoccl-codec-int4.so' | head -1)
+  if [ -z "$PERF" ] || [ -z "$INT4" ]; then
+    log "perf_hier: no coccl_perf or libcoccl-codec-int4.so under $BDIR"
+    status=1
+  else
+    export PERF_LOG=$OUT/perf_hier.log
+    : > "$PERF_LOG"
+    HIER=hier:intra=int8,inter=int4
+    for coll in reduce_scatter all_reduce; do
+      for run in none int4 policy:0 policy:1; do
+        codec=${run%%:*} pipe=${run#*:}
+        [ "$pipe" = "$run" ] && pipe=0
+        echo "### $coll --mem device -np 4 (2 nodes of 2) -d bfloat16 --codec $codec, COCCL_TWO_LEVEL_PIPELINE=$pipe" >> "$PERF_LOG"
+        COCCL_DEVICE_TRANSPORT=nccl NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_NVLS_ENABLE=0 \
+          COCCL_RANKS_PER_NODE=2 COCCL_CODEC_PLUGIN=$INT4 COCCL_TWO_LEVEL_PIPELINE=$pipe \
+          COCCL_CODEC_REDUCESCATTER=$HIER COCCL_CODEC_ALLREDUCE=$HIER \
+          launch 4 $coll --mem device -d bfloat16 -b 4M -e 64M -f 4 -n 5 -w 2 -c 1 --codec "$codec"
+        rc=$?
+        log "perf_hier $coll codec=$codec pipeline=$pipe exit $rc"
+        [ $rc -ne 0 ] && status=1
+      done
+    done
+    unset PERF_LOG
+    grep -E "^###|^ +[0-9]+ +[0-9]+ +bfloat16" "$OUT/perf_hier.log" \
+      | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $9, $14, $15, $16}' >> "$SUMMARY"
   fi
 fi
 
