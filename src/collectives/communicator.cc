@@ -77,16 +77,21 @@ void agreeOnCodecs(CommContext& ctx) {
                   at(0).c_str(), r, at(r).c_str());
 }
 
-// The algorithm choice (COCCL_ALGO, COCCL_RING_MIN_RANKS) decides which messages every rank
-// expects: ranks that differ would wait for each other until the timeout.
+// The algorithm choice (COCCL_ALGO, COCCL_RING_MIN_RANKS), the chunks of the pipelined
+// collectives (COCCL_CHUNK_BYTES) and the nodes of the two-level ones (COCCL_RANKS_PER_NODE, as
+// resolved) decide which messages every rank expects: ranks that differ would wait for each
+// other until the timeout, or pair messages of different pieces.
 void agreeOnAlgorithm(CommContext& ctx) {
   const std::string& a = ctx.config().algo;
   // "direct" is two-shot's other name: the same code.
   const uint64_t code = a == "auto" ? 0 : a == "ring" ? 2 : a == "one-shot" ? 3 : 1;
   const uint64_t ringMin = static_cast<uint64_t>(ctx.config().ringMinRanks);
   const std::string why = agreeValues(
-      ctx.bootstrap(), {{"COCCL_ALGO (0 auto, 1 two-shot, 2 ring, 3 one-shot)", code},
-                        {"COCCL_RING_MIN_RANKS", ringMin}});
+      ctx.bootstrap(),
+      {{"COCCL_ALGO (0 auto, 1 two-shot, 2 ring, 3 one-shot)", code},
+       {"COCCL_RING_MIN_RANKS", ringMin},
+       {"COCCL_CHUNK_BYTES", static_cast<uint64_t>(ctx.config().chunkBytes)},
+       {"COCCL_RANKS_PER_NODE (as resolved)", static_cast<uint64_t>(ctx.ranksPerNode())}});
   if (!why.empty()) COCCL_THROW(cocclInvalidUsage, "algorithm: %s", why.c_str());
 }
 

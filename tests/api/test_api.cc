@@ -65,6 +65,8 @@ TEST(Api, InitRejectsBadArguments) {
   rejected([](cocclConfig_t* c) { c->timeoutMs = -5; }, "timeoutMs");
   rejected([](cocclConfig_t* c) { c->timeoutMs = 0; }, "timeoutMs");
   rejected([](cocclConfig_t* c) { c->chunkBytes = 0; }, "chunkBytes");
+  // Below the minimum too (the variable would take 4096; a field set in code is a mistake).
+  rejected([](cocclConfig_t* c) { c->chunkBytes = 1000; }, "chunkBytes 1000 (config)");
   rejected([](cocclConfig_t* c) { c->compressMinBytes = -7; }, "compressMinBytes");
   rejected([](cocclConfig_t* c) { c->algorithm = "tree"; }, "(config)");
   rejected([](cocclConfig_t* c) { c->deviceExact = "cuda"; }, "deviceExact");

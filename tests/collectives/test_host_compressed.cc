@@ -332,4 +332,24 @@ TEST(HostAlgorithm, RanksWithDifferentAlgorithmsFailInit) {
   runRanks(2, Mode::Threads, [](Rank& r) { EXPECT_EQ(r.nranks, 2); }, o);
 }
 
+// The chunks and the nodes decide the messages too: ranks that differ fail init on every rank,
+// naming the value (before, different chunks waited for the timeout at the first pipelined call).
+TEST(HostAlgorithm, RanksWithDifferentChunksOrNodesFailInit) {
+  RunOptions o;
+  o.config.timeoutMs = 30000;
+  o.configure = [](int r, cocclConfig_t* c) { c->chunkBytes = r == 2 ? 1 << 17 : 1 << 16; };
+  o.initCheck = [](int, cocclResult_t res, const std::string& e) {
+    EXPECT_EQ(res, cocclInvalidUsage) << e;
+    EXPECT_NE(e.find("COCCL_CHUNK_BYTES differs"), std::string::npos) << e;
+    EXPECT_NE(e.find("on rank 2"), std::string::npos) << e;
+  };
+  runRanks(3, Mode::Threads, [](Rank&) { ADD_FAILURE() << "init succeeded"; }, o);
+  o.configure = [](int r, cocclConfig_t* c) { c->ranksPerNode = r == 0 ? 2 : 4; };
+  o.initCheck = [](int, cocclResult_t res, const std::string& e) {
+    EXPECT_EQ(res, cocclInvalidUsage) << e;
+    EXPECT_NE(e.find("COCCL_RANKS_PER_NODE"), std::string::npos) << e;
+  };
+  runRanks(4, Mode::Threads, [](Rank&) { ADD_FAILURE() << "init succeeded"; }, o);
+}
+
 }  // namespace

@@ -113,16 +113,13 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   // Every rank must have its staging, and the same slot size (the pieces and the byte counts
   // of every send and receive follow from it): all agree, or the executor is off everywhere.
   std::string reason = agree(c.bootstrap(), failure);
-  const uint64_t twoLevelChunk =
-      exactOnly ? 0 : static_cast<uint64_t>(std::max<int64_t>(c.config().chunkBytes, 1));
   if (reason.empty())  // exact-only: no slots (0 everywhere)
     reason = agreeValues(c.bootstrap(),
                          {{"COCCL_CHUNK_BYTES", exactOnly ? 0 : m.slotBytes},
                           {"COCCL_NCCL_CALL_CHECK", m.check ? 1u : 0u},
-                          {"COCCL_TWO_LEVEL_PIPELINE", c.config().twoLevelPipeline ? 1u : 0u},
-                          // two-level calls: their pieces follow from the layout and the chunk
-                          {"COCCL_RANKS_PER_NODE", static_cast<uint64_t>(c.ranksPerNode())},
-                          {"the chunk of two-level calls (COCCL_CHUNK_BYTES)", twoLevelChunk}});
+                          // (COCCL_CHUNK_BYTES and COCCL_RANKS_PER_NODE, which the two-level
+                          // calls' pieces follow from: agreed by the communicator at init)
+                          {"COCCL_TWO_LEVEL_PIPELINE", c.config().twoLevelPipeline ? 1u : 0u}});
   if (!reason.empty()) {
     *why = "NCCL executor: " + reason;
     m.staged.reset();
