@@ -99,9 +99,9 @@ bool StagedCodec::supports(const CollRequest& r) const {
   if (r.interCodec) {
     if (r.coll != Coll::AllReduce && r.coll != Coll::ReduceScatter) return false;
     if (!twoLevel(r, m.ranksPerNode, m.p)) return supports(flatOf(r, m.ranksPerNode));
-    const int N = m.p / m.ranksPerNode;
-    return m.hierChunkBytes > 0 && m.p % m.ranksPerNode == 0 && r.interCodec->hasDeviceOps() &&
-           m.ranksPerNode <= kernels::kMaxReduceInputs && N <= kernels::kMaxReduceInputs;
+    // (L > 1 only after setTwoLevel; L divides p: CommContext::ranksPerNode)
+    return r.interCodec->hasDeviceOps() && m.ranksPerNode <= kernels::kMaxReduceInputs &&
+           m.p / m.ranksPerNode <= kernels::kMaxReduceInputs;
   }
   const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
   if (!reduces && r.coll != Coll::AllGather) return false;

@@ -74,15 +74,16 @@ void StagedCodec::Impl::hierReduce(const CollRequest& r, CollStats& stats) {
   cudaStream_t s = m.user(r.stream);
   // The codecs' device workspace: the largest any of their operations on a piece asks for.
   const size_t chunk = twoLevelChunkElems(c, sh);
-  const int N = m.p / std::max(m.ranksPerNode, 1);
+  const int N = m.p / m.ranksPerNode;
   const size_t wsNeed = std::max({r.codec->deviceWorkspaceBytes(chunk, r.dt, m.ranksPerNode),
                                   r.interCodec->deviceWorkspaceBytes(chunk, cocclFloat32, N),
                                   r.interCodec->deviceWorkspaceBytes(chunk, r.dt, N)});
-  void* ws = grown(m.ws, wsNeed, "two-level collective", "codec device workspace", s);
+  void* ws = grown(m.ws, wsNeed, "", "two-level collective", "codec device workspace", s);
   // The staging too, before anything is enqueued: a growth refused in a stream capture (or a
   // failed cudaMalloc) throws here, with the transport intact, not inside the pipeline (which
   // aborts the transport on failure).
-  grown(m.hierStaging, twoLevelStagingBytes(c, sh), "two-level collective", "device staging", s);
+  grown(m.hierStaging, twoLevelStagingBytes(c, sh), "", "two-level collective", "device staging",
+        s);
   DeviceTwoLevelOps ops(m, s, ws);
   m.pipeline(s, [&] { stats.wireBytesSent = runTwoLevel(c, sh, ops); });
 }

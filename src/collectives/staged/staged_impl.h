@@ -130,18 +130,18 @@ struct StagedCodec::Impl {
   // Device workspace of the codec's operations on one piece (plug-ins may ask for some; the
   // built-ins need none). Grows, never during a stream capture.
   void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
-    const size_t need = c.deviceWorkspaceBytes(piece, dt, p);
-    return need ? grown(ws, need, ("codec " + std::string(c.name())).c_str(), "device workspace", s)
-                : nullptr;
+    return grown(ws, c.deviceWorkspaceBytes(piece, dt, p), "codec ", c.name(), "device workspace",
+                 s);
   }
-  // `buf` grown to `need` bytes (null when 0); a growth during a stream capture is refused.
-  static void* grown(DeviceScratch& buf, size_t need, const char* who, const char* what,
-                     cudaStream_t s) {
+  // `buf` grown to `need` bytes (null when 0); a growth during a stream capture is refused,
+  // naming who (`whoPrefix` `who`) needs what.
+  static void* grown(DeviceScratch& buf, size_t need, const char* whoPrefix, const char* who,
+                     const char* what, cudaStream_t s) {
     if (need == 0) return nullptr;
     if (!buf.fits(need))
       COCCL_CHECK_USAGE(!streamCapturing(s),
-                        "%s needs %zu bytes of %s: run the collective once outside the CUDA "
-                        "graph capture first", who, need, what);
+                        "%s%s needs %zu bytes of %s: run the collective once outside the CUDA "
+                        "graph capture first", whoPrefix, who, need, what);
     return buf.grow(need);
   }
   // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)

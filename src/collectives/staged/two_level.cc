@@ -54,6 +54,7 @@ size_t alignOf(const TwoLevelCall& c) {
 // payload the longer one).
 struct Layout {
   std::vector<Range> shards;
+  int E = 0;  // exchanges a piece: ReduceScatter 2, AllReduce 4
   size_t chunk = 0, K = 0, sets = 0, ui = 0, ue = 0, accBytes = 0;
   size_t oIntraSend = 0, oIntraRecv = 0, oAcc = 0, oInterSend = 0, oInterRecv = 0, oTotal = 0;
   size_t oCols = 0, perSet = 0;
@@ -67,10 +68,10 @@ Layout layoutOf(const TwoLevelCall& c, const TwoLevelShape& sh) {
   Layout y;
   const bool all = c.allReduce;
   y.shards = all ? balancedShards(c.count, p, alignOf(c)) : equalShards(c.count, p);
-  y.chunk = chunkElems(sh.chunkBytes, dtypeSize(c.dt), alignOf(c));
+  y.chunk = twoLevelChunkElems(c, sh);
   for (const Range& s : y.shards) y.K = std::max(y.K, numChunks(s.count, y.chunk));
-  const size_t E = all ? 4 : 2;  // exchanges a piece
-  y.sets = sh.pipelined ? E : 1;
+  y.E = all ? 4 : 2;
+  y.sets = sh.pipelined ? static_cast<size_t>(y.E) : 1;
   auto room = [&](size_t n) {
     if (!n) return;
     y.ui = std::max(y.ui, up256(c.intra->encodedBytes(n, c.dt)));
@@ -113,30 +114,31 @@ size_t runTwoLevel(const TwoLevelCall& c, const TwoLevelShape& sh, TwoLevelOps& 
   const cocclDataType_t dt = c.dt;
   const size_t es = dtypeSize(dt);
   const std::vector<Range>& shards = y.shards;
-  const size_t chunk = y.chunk, K = y.K, sets = y.sets, perSet = y.perSet, ui = y.ui, ue = y.ue;
+  const size_t chunk = y.chunk, K = y.K;
+  const int E = y.E;
   if (K == 0) return 0;
   const float scale = c.op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
-  const int E = all ? 4 : 2;  // exchanges a piece
-  const size_t NN = static_cast<size_t>(N);
-  const size_t oIntraSend = y.oIntraSend, oIntraRecv = y.oIntraRecv, oAcc = y.oAcc;
-  const size_t oInterSend = y.oInterSend, oInterRecv = y.oInterRecv, oTotal = y.oTotal;
-  const size_t oCols = y.oCols, accBytes = y.accBytes;
   char* base = ops.staging(y.stagingBytes());
-  auto set = [&](size_t q) { return base + (q % sets) * perSet; };
-  auto lm = [&](int l, int mm) { return static_cast<size_t>(l) * NN + static_cast<size_t>(mm); };
-  auto intraSend = [&](size_t q, int l, int mm) { return set(q) + oIntraSend + lm(l, mm) * ui; };
-  auto intraRecv = [&](size_t q, int l, int mm) { return set(q) + oIntraRecv + lm(l, mm) * ui; };
+  // The places of piece q (Layout above).
+  auto set = [&](size_t q) { return base + (q % y.sets) * y.perSet; };
+  auto lm = [&](int l, int mm) { return static_cast<size_t>(l * N + mm); };
+  auto intraSend = [&](size_t q, int l, int mm) {
+    return set(q) + y.oIntraSend + lm(l, mm) * y.ui;
+  };
+  auto intraRecv = [&](size_t q, int l, int mm) {
+    return set(q) + y.oIntraRecv + lm(l, mm) * y.ui;
+  };
   auto acc = [&](size_t q, int mm) {
-    return reinterpret_cast<float*>(set(q) + oAcc + static_cast<size_t>(mm) * accBytes);
+    return reinterpret_cast<float*>(set(q) + y.oAcc + static_cast<size_t>(mm) * y.accBytes);
   };
   auto interSend = [&](size_t q, int mm) {
-    return set(q) + oInterSend + static_cast<size_t>(mm) * ue;
+    return set(q) + y.oInterSend + static_cast<size_t>(mm) * y.ue;
   };
   auto interRecv = [&](size_t q, int mm) {
-    return set(q) + oInterRecv + static_cast<size_t>(mm) * ue;
+    return set(q) + y.oInterRecv + static_cast<size_t>(mm) * y.ue;
   };
-  auto total = [&](size_t q) { return reinterpret_cast<float*>(set(q) + oTotal); };
-  auto col = [&](size_t q, int l, int mm) { return set(q) + oCols + lm(l, mm) * ue; };
+  auto total = [&](size_t q) { return reinterpret_cast<float*>(set(q) + y.oTotal); };
+  auto col = [&](size_t q, int l, int mm) { return set(q) + y.oCols + lm(l, mm) * y.ue; };
 
   const char* in = static_cast<const char*>(c.in);
   char* out = static_cast<char*>(c.out);
