@@ -32,7 +32,13 @@
  * Blocks. Encoding a message in chunks whose boundaries are multiples of blockElems() must
  *   give, per chunk, what encoding that chunk alone gives (payloads are self-contained). A
  *   partial last block (count not a multiple of blockElems()) must round-trip as well as a full
- *   one, never reading or writing past `count` elements.
+ *   one, never reading or writing past `count` elements, unless the instance refuses such
+ *   counts: then encodedBytes returns 0 for them and every operation COCCL_CODEC_E_INVALID
+ *   (e.g. tah's default, whose blocks are rows of a tensor). coccl then raises
+ *   cocclInvalidArgument, naming the count and blockElems(), for a call that asks for the codec
+ *   by name, before anything moves, and sends the call exact where its policy picked the codec.
+ *   Counts that are whole blocks are never refused. coccl_codec_check checks the partial-block
+ *   contract on instances that take every count.
  * Determinism. Same instance parameters and input: same payload bytes, on every call, thread,
  *   rank, process and machine, host and device alike (where both exist, their bytes are
  *   identical: coccl may encode on one and decode on the other). Stochastic rounding, if any,

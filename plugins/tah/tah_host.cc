@@ -60,7 +60,7 @@ bool parseLow(const char* v, uint32_t* out) {
 
 int create(const char* params, void** instance, char* err, size_t errLen) {
   if (!instance) return COCCL_CODEC_E_INVALID;
-  tah_instance_t t{4096, 2000, 0, 1};
+  tah_instance_t t{4096, 2000, 1, 1};
   const char* p = params ? params : "";
   while (*p) {
     const char* end = strchr(p, ',');

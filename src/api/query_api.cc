@@ -47,7 +47,7 @@ CodecPolicy::Choice queryChoice(cocclComm_t comm, cocclCollKind_t coll, size_t c
                         : coll == cocclCollAllGather     ? CollKind::AllGather
                                                          : CollKind::Send;
   if (count == 0) return CodecPolicy::Choice{};
-  return c.policy().choose(kind, datatype, op, count * ranks * es, nullptr);
+  return c.policy().choose(kind, datatype, op, count * ranks * es, count, nullptr);
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ void Communicator::run(CollRequest r) {
   const size_t bytes = logicalBytes(r, nranks());
   CodecPolicy::Choice choice;
   if (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather)
-    choice = policy_.choose(r.coll, r.dt, r.op, bytes, r.codec);
+    choice = policy_.choose(r.coll, r.dt, r.op, bytes, r.count, r.codec);
   r.codec = choice.codec;
   r.interCodec = choice.inter;
   r.exact = choice.exact;
@@ -217,7 +217,7 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
   const int p = nranks();
   const size_t bytes = logicalBytes(r, p);
   const bool reset = (flags & COCCL_DELTA_RESET) != 0;
-  r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.codec);
+  r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.count, r.codec);
   r.interCodec = nullptr;
   r.mem = kindOf(r, rank());
   const bool device = r.mem == MemKind::Device;
@@ -281,7 +281,7 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
     // Both ends of a message ask the same SENDRECV entry with the same count and type, so they
     // decide alike; where they do not (per-call codecs, other settings) the host executor's
     // header check fails both.
-    o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.codec);
+    o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec);
     o.interCodec = nullptr;
     if (o.coll == Coll::Send) sent += logicalBytes(o, nranks());
     if (!o.count || !o.p2pBuffer()) continue;

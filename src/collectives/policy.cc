@@ -64,9 +64,13 @@ bool CodecPolicy::compressible(const Codec* c, CollKind kind, cocclDataType_t dt
 }
 
 CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op,
-                                        size_t bytes, const Codec* forced) const {
+                                        size_t bytes, size_t count, const Codec* forced) const {
   if (forced) {
     if (!compressible(forced, kind, dt, op)) return Choice{};
+    COCCL_CHECK_ARG(!refusesCount(*forced, count, dt),
+                    "codec %s refuses a count of %zu %s elements: the codec takes whole blocks "
+                    "of %zu elements only (its encodedBytes is 0 for this count)",
+                    forced->spec().c_str(), count, dtypeName(dt), forced->blockElems());
     return Choice{forced, nullptr, forced->name()};
   }
   const unsigned bit = kindBit(kind);
@@ -89,6 +93,8 @@ CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, coccl
     // work.
     const size_t es = dtypeSize(dt);
     if (es && c->encodedBytes(bytes / es, dt) >= bytes) return exact;
+    // A codec that does not take this count (e.g. tah and a count that is not whole rows).
+    if (refusesCount(*c, count, dt)) return exact;
     // A two-level entry serves AllGather (and Send/Recv) with its intra codec alone.
     const bool twoLevel = e.inter && (kind == CollKind::AllReduce || kind == CollKind::ReduceScatter);
     return Choice{c, twoLevel ? e.inter.get() : nullptr, twoLevel ? e.hier.c_str() : c->name(),

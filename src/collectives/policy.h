@@ -47,14 +47,23 @@ class CodecPolicy {
     ExactPath exact = ExactPath::Default;
   };
   // The codec for this call. `bytes`: the whole message (logicalBytes of the request: all
-  // ranks' blocks for ReduceScatter and AllGather). `forced` (per-call choice) wins over the
-  // policy, the size threshold and the size check, but not over type/op support. The deciding
-  // entry's codec is skipped where its payload would not be smaller than the input.
-  Choice choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
+  // ranks' blocks for ReduceScatter and AllGather); `count`: the request's count (elements of
+  // one rank's block for ReduceScatter and AllGather, of the message otherwise). `forced`
+  // (per-call choice) wins over the policy, the size threshold and the size check, but not over
+  // type/op support. The deciding entry's codec is skipped where its payload would not be
+  // smaller than the input, and where it refuses `count` (encodedBytes 0, e.g. tah's counts
+  // that are not whole rows): such calls run exact. A forced codec that refuses `count` throws
+  // cocclInvalidArgument naming the count and the codec's block (refusesCount).
+  Choice choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes, size_t count,
                 const Codec* forced) const;
   const Codec* select(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
-                      const Codec* forced) const {
-    return choose(kind, dt, op, bytes, forced).codec;
+                      size_t count, const Codec* forced) const {
+    return choose(kind, dt, op, bytes, count, forced).codec;
+  }
+  // Whether `c` refuses `count` elements of dt: encodedBytes(count) is 0 for count > 0, which
+  // the plug-in ABI lets a codec answer for counts it does not take (coccl_codec.h, "Sizes").
+  static bool refusesCount(const Codec& c, size_t count, cocclDataType_t dt) {
+    return count > 0 && c.encodedBytes(count, dt) == 0;
   }
   // Whether a rule asks for the real NCCL's exact path (init then brings NCCL up beside coccl's
   // kernels where it would not by default: device_executors.h).

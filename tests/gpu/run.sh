@@ -17,7 +17,11 @@
 #   plugin    examples/codec_plugin (q8) against an install of the build, loaded by bare name:
 #             checked coccl_perf all_reduce / reduce_scatter / all_gather --codec q8 --mem device
 #             on 2 processes, CUDA IPC (staged pipeline) and COCCL_DEVICE_TRANSPORT=nccl
-#   kbench_plugins  kernel_bench of the int4 plug-in beside fp8_ash_ds and a copy (256 MiB)
+#   kbench_plugins  kernel_bench of the int4 and tah plug-ins beside fp8_ash_ds and a copy
+#             (256 MiB)
+#   perf_pp   sendrecv --mem device through tah:row=4096 vs exact, 2 processes, CUDA IPC and
+#             NCCL, bf16 and fp32, 1 MiB .. 64 MiB, checked (-c 1); --input on the captured
+#             pipeline activations (tests/data/pp_activations, tah:row=384), device and host
 #   perf_hier two-level (hier:intra=int8,inter=int4) reduce_scatter and all_reduce on device
 #             buffers, 4 processes as 2 nodes of 2 over COCCL_DEVICE_TRANSPORT=nccl, bf16, 4 MiB ..
 #             64 MiB, checked (-c 1): NCCL's own (--codec none), flat int4, two levels one piece
@@ -142,7 +146,7 @@ launch() {
   return $rc
 }
 
-if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl || has perf_hier || has plugin; } && command -v nvidia-cuda-mps-control >/dev/null; then
+if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl || has perf_hier || has perf_pp || has plugin; } && command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/coccl-mps-pipe-$$ CUDA_MPS_LOG_DIRECTORY=/tmp/coccl-mps-log-$$
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
@@ -296,21 +300,64 @@ if has plugin; then
   fi
 fi
 
-# ---- plug-in codec kernels: int4 (plugins/int4) beside the built-ins and a copy --------------
+# ---- plug-in codec kernels: int4 and tah (plugins/) beside the built-ins and a copy -----------
 if has kbench_plugins; then
   KB=$(find "$BDIR" -type f -name kernel_bench -perm -u+x | head -1)
-  # kernel_bench links coccl statically: name the plug-in by its path in the build tree
+  # kernel_bench links coccl statically: name the plug-ins by their paths in the build tree
   INT4=$(find "$BDIR" -name 'libcoccl-codec-int4.so' | head -1)
-  if [ -n "$KB" ] && [ -n "$INT4" ]; then
-    COCCL_CODEC_PLUGIN=$INT4 timeout 240 "$KB" --sizes 256 --dtypes bf16,fp32 \
-      --codecs int4,int4:rotate=0,fp8_ash_ds --iters 5 --warmup 2 > "$OUT/kbench_plugins.txt" 2>&1
+  TAH=$(find "$BDIR" -name 'libcoccl-codec-tah.so' | head -1)
+  if [ -n "$KB" ] && [ -n "$INT4" ] && [ -n "$TAH" ]; then
+    COCCL_CODEC_PLUGIN=$INT4,$TAH timeout 240 "$KB" --sizes 256 --dtypes bf16,fp32 \
+      --codecs int4,int4:rotate=0,tah:row=4096,tah:row=1024,fp8_ash_ds --iters 5 --warmup 2 \
+      > "$OUT/kbench_plugins.txt" 2>&1
     rc=$?
-    log "kernel_bench int4 exit $rc"
+    log "kernel_bench int4, tah exit $rc"
     [ $rc -ne 0 ] && status=1
-    tail -30 "$OUT/kbench_plugins.txt" >> "$SUMMARY"
+    tail -60 "$OUT/kbench_plugins.txt" >> "$SUMMARY"
   else
-    log "kbench_plugins: no kernel_bench or libcoccl-codec-int4.so under $BDIR"
+    log "kbench_plugins: no kernel_bench, libcoccl-codec-int4.so or libcoccl-codec-tah.so under $BDIR"
     status=1
+  fi
+fi
+
+# ---- pipeline Send/Recv through tah (issue 17's acceptance) ------------------------------------
+# coccl_perf sendrecv on device buffers, 2 processes (each sends to rank+1), checked (-c 1): the
+# codec's bound, the wire ratio; CUDA IPC and COCCL_DEVICE_TRANSPORT=nccl; then the captured
+# pipeline activations (tests/data/pp_activations, hidden 384) through --input.
+if has perf_pp; then
+  TAH=$(find "$BDIR" -name 'libcoccl-codec-tah.so' | head -1)
+  if [ -z "$PERF" ] || [ -z "$TAH" ]; then
+    log "perf_pp: no coccl_perf or libcoccl-codec-tah.so under $BDIR"
+    status=1
+  else
+    export PERF_LOG=$OUT/perf_pp.log
+    : > "$PERF_LOG"
+    for tp in cuda_ipc nccl; do
+      for dt in bfloat16 float; do
+        for codec in none tah:row=4096; do
+          echo "### sendrecv --mem device -np 2 -d $dt --codec $codec, COCCL_DEVICE_TRANSPORT=$tp" >> "$PERF_LOG"
+          COCCL_CODEC_PLUGIN=$TAH COCCL_DEVICE_TRANSPORT=$tp NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+            NCCL_NVLS_ENABLE=0 launch 2 sendrecv --mem device -d "$dt" -b 1M -e 64M -f 4 -n 5 -w 2 \
+            -c 1 --codec "$codec"
+          rc=$?
+          log "perf_pp $tp $dt codec=$codec exit $rc"
+          [ $rc -ne 0 ] && status=1
+        done
+      done
+    done
+    PPM=$ROOT/tests/data/pp_activations/manifest.json
+    if [ -f "$PPM" ]; then
+      for mem in device host; do
+        echo "### sendrecv --input pp_activations --mem $mem -np 2 --codec tah:row=384" >> "$PERF_LOG"
+        COCCL_CODEC_PLUGIN=$TAH launch 2 sendrecv --input "$PPM" --mem "$mem" --codec tah:row=384 \
+          -n 3 -w 1
+        rc=$?
+        log "perf_pp --input mem=$mem exit $rc"
+        [ $rc -ne 0 ] && status=1
+      done
+    fi
+    unset PERF_LOG
+    grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)|relL2|wrong" "$OUT/perf_pp.log" | head -120 >> "$SUMMARY"
   fi
 fi
 

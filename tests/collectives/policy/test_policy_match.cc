@@ -9,6 +9,7 @@
 
 #include "codecs/abi/registry.h"
 #include "collectives/policy.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 using namespace coccl;
@@ -36,7 +37,7 @@ CommFacts comm(const std::string& name, std::vector<int> world) {
 // The codec name the policy picks, "none" for exact.
 std::string pick(const CodecPolicy& p, Coll k, cocclDataType_t dt, size_t bytes,
                  cocclRedOp_t op = cocclSum) {
-  const CodecPolicy::Choice c = p.choose(k, dt, op, bytes, nullptr);
+  const CodecPolicy::Choice c = p.choose(k, dt, op, bytes, bytes / dtypeSize(dt), nullptr);
   return c.codec ? c.name : "none";
 }
 
@@ -126,7 +127,8 @@ TEST(PolicyMatch, SendRecvRuleAndTwoLevelEntries) {
   const CodecPolicy p(defaults("int8"), &f, comm("pp", {0, 1, 2, 3}));
   EXPECT_EQ(pick(p, Coll::Send, cocclBfloat16, 1 << 20), "fp8_ash_ds");
   EXPECT_EQ(pick(p, Coll::Send, cocclBfloat16, 1000), "none");  // the default threshold
-  const CodecPolicy::Choice c = p.choose(Coll::ReduceScatter, cocclFloat32, cocclAvg, 1 << 20, nullptr);
+  const CodecPolicy::Choice c =
+      p.choose(Coll::ReduceScatter, cocclFloat32, cocclAvg, 1 << 20, (1 << 20) / 4, nullptr);
   ASSERT_NE(c.codec, nullptr);
   ASSERT_NE(c.inter, nullptr);
   EXPECT_EQ(std::string(c.name).rfind("hier:intra=int8", 0), 0u) << c.name;
@@ -137,8 +139,11 @@ TEST(PolicyMatch, ForcedCodecWins) {
   const PolicyFile f = parsePolicyText(R"({"rules": [{"codec": "none"}]})", "p.json");
   const CodecPolicy p(defaults(), &f, comm("", {0, 1}));
   const CodecPtr int8 = makeCodec("int8");
-  EXPECT_EQ(p.choose(Coll::AllReduce, cocclFloat32, cocclSum, 64, int8.get()).codec, int8.get());
-  EXPECT_EQ(p.choose(Coll::AllReduce, cocclInt32, cocclSum, 1 << 20, int8.get()).codec, nullptr);
+  EXPECT_EQ(p.choose(Coll::AllReduce, cocclFloat32, cocclSum, 64, 16, int8.get()).codec,
+            int8.get());
+  EXPECT_EQ(
+      p.choose(Coll::AllReduce, cocclInt32, cocclSum, 1 << 20, (1 << 20) / 4, int8.get()).codec,
+      nullptr);
 }
 
 // The deciding rule's "exact" comes with every call it leaves uncompressed: below its
@@ -154,7 +159,7 @@ TEST(PolicyMatch, ExactPathOfTheDecidingRule) {
   const CodecPolicy p(defaults(), &f, comm("", {0, 1}));
   EXPECT_TRUE(p.asksForNcclExact());
   auto exactOf = [&](Coll k, cocclDataType_t dt, size_t bytes, cocclRedOp_t op = cocclSum) {
-    return p.choose(k, dt, op, bytes, nullptr).exact;
+    return p.choose(k, dt, op, bytes, bytes / dtypeSize(dt), nullptr).exact;
   };
   EXPECT_EQ(exactOf(Coll::AllGather, cocclFloat32, 8), ExactPath::Coccl);
   EXPECT_EQ(exactOf(Coll::AllReduce, cocclBfloat16, 65536), ExactPath::Nccl);  // below min_bytes
@@ -163,7 +168,7 @@ TEST(PolicyMatch, ExactPathOfTheDecidingRule) {
   EXPECT_EQ(exactOf(Coll::AllReduce, cocclFloat32, 4 << 20), ExactPath::Default);  // default rule
   EXPECT_EQ(exactOf(Coll::Send, cocclFloat32, 8), ExactPath::Default);
   const CodecPtr int8 = makeCodec("int8");
-  EXPECT_EQ(p.choose(Coll::AllGather, cocclInt32, cocclSum, 8, int8.get()).exact,
+  EXPECT_EQ(p.choose(Coll::AllGather, cocclInt32, cocclSum, 8, 2, int8.get()).exact,
             ExactPath::Default);
   const auto d = p.describe();
   ASSERT_GE(d.size(), 2u);
@@ -209,6 +214,22 @@ TEST(PolicyExample, ThreeDTraining) {
   EXPECT_EQ(pick(dp, Coll::ReduceScatter, cocclFloat32, 4 << 20), "int4");
   EXPECT_EQ(pick(dp, Coll::AllGather, cocclBfloat16, 4 << 20), "none");
   EXPECT_EQ(pick(pp, Coll::Send, cocclBfloat16, 1 << 20), "tah");
+  // tah (row 4096, strict by default) refuses counts that are not whole rows: the policy then
+  // sends them exact, and a per-call tah is an error naming the count and the row.
+  EXPECT_EQ(pick(pp, Coll::Send, cocclBfloat16, (1 << 20) + 2 * 1000), "none");
+  const CodecPtr tah = makeCodec("tah");
+  EXPECT_EQ(pp.choose(Coll::Send, cocclBfloat16, cocclSum, 2 * 8192, 8192, tah.get()).codec,
+            tah.get());
+  try {
+    pp.choose(Coll::Send, cocclBfloat16, cocclSum, 2 * 8193, 8193, tah.get());
+    ADD_FAILURE() << "a per-call tah took a count that is not whole rows";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), cocclInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("refuses a count of 8193 bfloat16 elements: the codec "
+                                         "takes whole blocks of 4096 elements only"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(pick(pp, Coll::AllReduce, cocclBfloat16, 1 << 20), "none");
   EXPECT_EQ(pick(world, Coll::AllReduce, cocclBfloat16, 1 << 20), "none");
 }

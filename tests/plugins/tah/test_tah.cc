@@ -31,9 +31,9 @@ size_t formulaBytes(size_t count, size_t R, double low) {
 }
 
 TEST(Tah, SpecAndCanonicalForm) {
-  EXPECT_EQ(tahCodec("tah")->spec(), "tah:row=4096,low=0.2,strict=0,had=1");
-  EXPECT_EQ(tahCodec("tah:row=1024,low=0.25")->spec(), "tah:row=1024,low=0.25,strict=0,had=1");
-  EXPECT_EQ(tahCodec("tah:row=64,low=1")->spec(), "tah:row=64,low=1,strict=0,had=1");
+  EXPECT_EQ(tahCodec("tah")->spec(), "tah:row=4096,low=0.2,strict=1,had=1");
+  EXPECT_EQ(tahCodec("tah:row=1024,low=0.25")->spec(), "tah:row=1024,low=0.25,strict=1,had=1");
+  EXPECT_EQ(tahCodec("tah:row=64,low=1")->spec(), "tah:row=64,low=1,strict=1,had=1");
   EXPECT_EQ(tahCodec("tah")->blockElems(), 4096u);
   for (const char* bad : {"tah:row=100", "tah:row=0", "tah:row=70000", "tah:low=1.5",
                           "tah:low=0.12345", "tah:low=x", "tah:strict=2", "tah:foo=1"}) {
@@ -243,10 +243,11 @@ TEST(Tah, DecodeReduceEncodeIsDecodeSumEncode) {
     }
 }
 
-// A count that is not a multiple of row: by default the last row is padded (the ABI's partial
-// block); strict=1 refuses it with cocclInvalidArgument naming the codec and the operation.
+// A count that is not a multiple of row: strict=0 pads the last row (the ABI's partial block);
+// strict=1 (the default) refuses it: encodedBytes 0 and E_INVALID, which coccl raises as
+// cocclInvalidArgument naming the codec and the operation.
 TEST(Tah, PartialRowsPaddedOrRefused) {
-  auto c = tahCodec("tah:row=1024");
+  auto c = tahCodec("tah:row=1024,strict=0");
   const size_t n = 5 * 1024 + 333;
   std::vector<float> x = activations(6, 1024, "normal", 30);
   x.resize(n);
@@ -261,12 +262,12 @@ TEST(Tah, PartialRowsPaddedOrRefused) {
   for (size_t i = 5 * 1024; i < n; ++i)
     ASSERT_LE(std::fabs(double(d[i]) - x[i]), c->elementErrorBound(1, amax));
 
-  auto s = tahCodec("tah:row=1024,strict=1");
+  auto s = tahCodec("tah:row=1024");
   EXPECT_EQ(s->encodedBytes(n, cocclFloat32), 0u);
   EXPECT_EQ(s->encodedBytes(5 * 1024, cocclFloat32), formulaBytes(5 * 1024, 1024, 0.2));
   try {
     s->encode(x.data(), cocclFloat32, n, pay.data());
-    ADD_FAILURE() << "strict=1 accepted a partial row";
+    ADD_FAILURE() << "the default (strict=1) accepted a partial row";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), cocclInvalidArgument);
     const std::string m = e.what();
@@ -278,7 +279,7 @@ TEST(Tah, PartialRowsPaddedOrRefused) {
 
 // Garbage payloads of the right length decode without crashing (values unspecified).
 TEST(Tah, GarbagePayloadsAreSafe) {
-  auto c = tahCodec("tah:row=1024");
+  auto c = tahCodec("tah:row=1024,strict=0");
   const size_t n = 9 * 1024 + 5;
   std::mt19937 g(5);
   std::vector<uint8_t> pay(c->encodedBytes(n, cocclBfloat16));
