@@ -79,13 +79,19 @@ EXTRA COLUMNS
          placements), else 0; "-" for the other collectives.
 
 REAL-DATA MODE (--input MANIFEST)
-  MANIFEST lists bf16 tensors (file relative to the manifest's folder, offset, nbytes, step,
-  layer, module, kind, tp_rank, tp_size); see shared/data/README.md. The world size must equal
-  tp_size (-t defaults to it). For each case (step, layer, module, kind) rank r uses tp_rank r's
-  tensor: all_reduce sums it (bf16, sum) and compares with the exact fp64 sum of all ranks'
-  tensors; reduce_scatter uses it as sendbuff and checks the rank's shard; all_gather gathers it
-  and checks every shard against the original. One row per case (relL2, max abs error, ratio,
-  time, ident, #wrong by the rule above), then median, mean and max relL2.
+  MANIFEST lists bf16 tensors (file relative to the manifest's folder) in one of two formats.
+  tp_tensors (offset, nbytes, step, layer, module, kind, tp_rank, tp_size; shared/data/README.md):
+  the world size must equal tp_size (-t defaults to it) and for each case (step, layer, module,
+  kind) rank r uses tp_rank r's tensor. pp_activations (tests/data/pp_activations/manifest.json:
+  step, kind, rows, row; offset, nbytes, layer, module optional): each entry is a case whose
+  tensor every rank uses, any world size (-t defaults to 2). all_reduce sums the tensors (bf16,
+  sum) and compares with the exact fp64 sum; reduce_scatter uses them as sendbuff and checks the
+  rank's shard; all_gather gathers them and checks every shard against the original; sendrecv
+  sends each rank's tensor to rank+1 and checks the received one against rank-1's. One row per
+  case (relL2, max abs error, ratio, wire bytes, time, ident, #wrong by the rule above), then
+  median, mean and max relL2 and the total #wrong; #wrong > 0 under a codec's own bound fails
+  the run. A codec that refuses a tensor's count (tah on partial rows) is an error; pass
+  tah:row=<hidden size> (384 for tests/data/pp_activations).
 
 EXIT STATUS
   0 when every call succeeded, #wrong is 0 everywhere and every ident is 1; 1 otherwise; API
@@ -260,7 +266,8 @@ int parseArgs(int argc, char** argv, Options* o) {
                  "fp8_ash_ds:block=64, ...) or 'policy' (plain calls, COCCL_CODEC* decides)")
       ->capture_default_str();
   app.add_option("--json,-J,--output_file", o->jsonFile, "write every row and run metadata");
-  app.add_option("--input", o->input, "real-data mode: a tp_tensors manifest (JSON)");
+  app.add_option("--input", o->input,
+                 "real-data mode: a tp_tensors or pp_activations manifest (JSON)");
 
   try {
     app.parse(argc, argv);

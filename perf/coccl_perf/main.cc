@@ -32,9 +32,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "coccl_perf: %s\n", err.c_str());
       return 1;
     }
-    if (!o.threadsGiven && manifest.tpSize % launch.nProcs == 0)
-      o.nThreads = manifest.tpSize / launch.nProcs;
-    if (launch.nProcs * o.nThreads != manifest.tpSize) {
+    // tp_tensors: the world is tp_size ranks; pp_activations: any, by default two (the two
+    // stages of a pipeline boundary).
+    const int world = manifest.tpSize ? manifest.tpSize : 2;
+    if (!o.threadsGiven && world % launch.nProcs == 0) o.nThreads = world / launch.nProcs;
+    if (manifest.tpSize && launch.nProcs * o.nThreads != manifest.tpSize) {
       std::fprintf(stderr, "coccl_perf: world size %d (%d process(es) x %d thread(s)) != "
                            "manifest tp_size %d\n",
                    launch.nProcs * o.nThreads, launch.nProcs, o.nThreads, manifest.tpSize);
