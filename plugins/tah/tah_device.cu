@@ -3,7 +3,9 @@
 // lanes (lane j of the group holds elements 8j .. 8j+7, four tiles per warp), so the host's
 // trees (tah_tile_sum, tah_wht64) are the groups' shuffle patterns. Encode is three kernels:
 // row keys (one CTA a row), the 3-bit row selection (one CTA: radix select of the n3-th key,
-// ties by index, then the bit map and prefixes), the tiles. Launchers only enqueue on `stream`.
+// ties by index, then the bit map and prefixes), the tiles; decode is one. The tile kernels loop
+// over the tiles on the resident grid, their geometry (Geo) computed once on the host. Launchers
+// only enqueue on `stream`.
 #include <cuda_runtime.h>
 
 #include "tah_codec.h"
@@ -18,6 +20,36 @@ constexpr int kSelectThreads = 1024;
 struct Inputs {
   const uint8_t* p[TAH_MAX_INPUTS];
 };
+
+// A launch's geometry, computed once on the host (tah_layout has 64-bit divisions, which cost a
+// thread more than its 8 elements' decode).
+struct Geo {
+  tah_layout_t L;
+  size_t count;
+  uint32_t R, T;  // elements and tiles of a row
+};
+
+Geo geoOf(const tah_instance_t* t, size_t count) {
+  Geo g;
+  g.L = tah_layout(count, t->row, t->lowL);
+  g.count = count;
+  g.R = t->row;
+  g.T = t->row / TAH_TILE;
+  return g;
+}
+
+// Row and tile-in-row of a tile: 32-bit division while the tile numbers fit (every message
+// below 2^38 elements), the 64-bit one beyond.
+__device__ __forceinline__ void tileRT(const Geo& g, size_t tile, size_t* r, size_t* t) {
+  if (g.L.tiles <= 0xffffffffu) {
+    const uint32_t q = static_cast<uint32_t>(tile) / g.T;
+    *r = q;
+    *t = static_cast<uint32_t>(tile) - q * g.T;
+  } else {
+    *r = tile / g.T;
+    *t = tile % g.T;
+  }
+}
 
 const tah_instance_t* inst(const void* p) {
   return static_cast<const tah_instance_t*>(p);
@@ -172,11 +204,11 @@ __device__ void loadScaled8(const void* in, int dtype, size_t count, size_t e, b
     for (int k = 0; k < 8; ++k) x[k] = tah_fin(TAH_MUL(x[k], scale));
 }
 
-__global__ void rowKeysKernel(const void* in, int dtype, size_t count, float scale, uint32_t R,
-                              bool vec, uint32_t* keys) {
+__global__ void rowKeysKernel(const void* in, int dtype, Geo geo, float scale, bool vec,
+                              uint32_t* keys) {
   __shared__ float sS[TAH_MAX_ROW / TAH_TILE], sU[TAH_MAX_ROW / TAH_TILE];
-  const size_t r = blockIdx.x;
-  const uint32_t T = R / TAH_TILE;
+  const size_t r = blockIdx.x, count = geo.count, R = geo.R;
+  const uint32_t T = geo.T;
   const unsigned m = groupMask();
   const int g = threadIdx.x / 8, j = threadIdx.x & 7;
   for (uint32_t t = g; t < T; t += kTilesPerCta) {
@@ -282,16 +314,13 @@ __global__ void selectKernel(const uint32_t* keys, uint32_t rows, uint32_t n3, u
   }
 }
 
-__global__ void encodeTilesKernel(const void* in, int dtype, size_t count, float scale, uint32_t R,
-                                  uint32_t lowL, bool had, bool vec, uint8_t* out) {
-  const tah_layout_t L = tah_layout(count, R, lowL);
-  const size_t tile = static_cast<size_t>(blockIdx.x) * kTilesPerCta + threadIdx.x / 8;
-  if (tile == 0 && threadIdx.x == 0)
-    for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;
-  if (tile >= L.tiles) return;  // whole groups leave together
-  const unsigned m = groupMask();
-  const int j = threadIdx.x & 7;
-  const size_t T = R / TAH_TILE, r = tile / T, t = tile % T;
+// Tile (r, t) of the message into out: the pivot candidate, the plain quantization and, for a
+// candidate, the swapped and transformed one; the smaller largest error wins (tah_host.cc).
+__device__ void encodeTile(unsigned m, int j, const void* in, int dtype, const Geo& geo,
+                           float scale, bool had, bool vec, size_t tile, size_t r, size_t t,
+                           uint8_t* out) {
+  const tah_layout_t& L = geo.L;
+  const size_t R = geo.R, count = geo.count;
   int three = 0;
   size_t off = 0;
   tah_row_place(out, &L, R, r, &three, &off);
@@ -346,6 +375,25 @@ __global__ void encodeTilesKernel(const void* in, int dtype, size_t count, float
   }
 }
 
+// One group of 8 lanes a tile, tiles in a grid-stride loop (the grid is the resident one).
+// 4 CTAs a multiprocessor: 64 registers, no spills (80 without the bound).
+__global__ void __launch_bounds__(kThreads, 4)
+    encodeTilesKernel(const void* in, int dtype, Geo geo, float scale, bool had, bool vec,
+                      uint8_t* out) {
+  const tah_layout_t& L = geo.L;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;
+  const unsigned m = groupMask();
+  const int j = threadIdx.x & 7;
+  const size_t stride = static_cast<size_t>(gridDim.x) * kTilesPerCta;
+  for (size_t tile = static_cast<size_t>(blockIdx.x) * kTilesPerCta + threadIdx.x / 8;
+       tile < L.tiles; tile += stride) {  // whole groups move together
+    size_t r, t;
+    tileRT(geo, tile, &r, &t);
+    encodeTile(m, j, in, dtype, geo, scale, had, vec, tile, r, t, out);
+  }
+}
+
 // ---- decode ---------------------------------------------------------------------------
 
 // The group's 8 decoded fp32 values of tile (r, t) of a payload (tah_host.cc's decodeTile).
@@ -378,40 +426,45 @@ __device__ void gDecodeTile(unsigned m, const uint8_t* pay, const tah_layout_t& 
   }
 }
 
-// mode 0: out (dtype) = decode(ins[0]); 1: acc += decode(ins[0]) + ... in order; 2 (the owner
+// Mode 0: out (dtype) = decode(ins[0]); 1: acc += decode(ins[0]) + ... in order; 2 (the owner
 // step's sum): acc (fp32) = sum over r of (r == self ? selfIn : decode(ins[r])), times scale.
-__global__ void decodeTilesKernel(Inputs ins, int n, int mode, int self, const void* selfIn,
-                                  float scale, size_t count, uint32_t R, uint32_t lowL, int dtype,
-                                  bool vec, void* out) {
-  const tah_layout_t L = tah_layout(count, R, lowL);
-  const size_t tile = static_cast<size_t>(blockIdx.x) * kTilesPerCta + threadIdx.x / 8;
-  if (tile >= L.tiles) return;
+// One group of 8 lanes a tile, tiles in a grid-stride loop (the grid is the resident one).
+template <int Mode>
+__global__ void decodeTilesKernel(Inputs ins, int n, int self, const void* selfIn, float scale,
+                                  Geo geo, int dtype, bool vec, void* out) {
+  const tah_layout_t& L = geo.L;
+  const size_t count = geo.count;
   const unsigned m = groupMask();
   const int j = threadIdx.x & 7;
-  const size_t T = R / TAH_TILE, r = tile / T, t = tile % T;
-  const size_t e = r * R + t * TAH_TILE + 8 * j;
-  if (r * R + t * TAH_TILE >= count) return;  // a padding tile (whole group)
-  float d[8], a[8];
-  if (mode == 0) {
-    gDecodeTile(m, ins.p[0], L, R, r, t, d);
-    store8(out, dtype, count, e, vec, d);
-    return;
+  const size_t stride = static_cast<size_t>(gridDim.x) * kTilesPerCta;
+  for (size_t tile = static_cast<size_t>(blockIdx.x) * kTilesPerCta + threadIdx.x / 8;
+       tile < L.tiles; tile += stride) {  // whole groups move together
+    size_t r, t;
+    tileRT(geo, tile, &r, &t);
+    const size_t e0 = r * geo.R + t * TAH_TILE, e = e0 + 8 * j;
+    if (e0 >= count) continue;  // a padding tile (whole group)
+    float d[8], a[8];
+    if (Mode == 0) {
+      gDecodeTile(m, ins.p[0], L, geo.R, r, t, d);
+      store8(out, dtype, count, e, vec, d);
+      continue;
+    }
+    if (Mode == 1) {
+      for (int k = 0; k < 8; ++k)  // acc is read as is (no non-finite mapping), 0 past count
+        a[k] = e + k < count ? static_cast<const float*>(out)[e + k] : 0.0f;
+    }
+    for (int q = 0; q < n; ++q) {
+      if (Mode == 2 && q == self)
+        load8(selfIn, dtype, count, e, vec, d, false);
+      else
+        gDecodeTile(m, ins.p[q], L, geo.R, r, t, d);
+      for (int k = 0; k < 8; ++k) a[k] = (Mode == 2 && q == 0) ? d[k] : TAH_ADD(a[k], d[k]);
+    }
+    if (Mode == 2 && scale != 1.0f)
+      for (int k = 0; k < 8; ++k) a[k] = TAH_MUL(a[k], scale);
+    for (int k = 0; k < 8; ++k)
+      if (e + k < count) static_cast<float*>(out)[e + k] = a[k];
   }
-  if (mode == 1) {
-    for (int k = 0; k < 8; ++k)  // acc is read as is (no non-finite mapping), 0 past count
-      a[k] = e + k < count ? static_cast<const float*>(out)[e + k] : 0.0f;
-  }
-  for (int q = 0; q < n; ++q) {
-    if (mode == 2 && q == self)
-      load8(selfIn, dtype, count, e, vec, d, false);
-    else
-      gDecodeTile(m, ins.p[q], L, R, r, t, d);
-    for (int k = 0; k < 8; ++k) a[k] = (mode == 2 && q == 0) ? d[k] : TAH_ADD(a[k], d[k]);
-  }
-  if (mode == 2 && scale != 1.0f)
-    for (int k = 0; k < 8; ++k) a[k] = TAH_MUL(a[k], scale);
-  for (int k = 0; k < 8; ++k)
-    if (e + k < count) static_cast<float*>(out)[e + k] = a[k];
 }
 
 bool aligned16(const void* p) {
@@ -424,32 +477,60 @@ int launched() {
   return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
 }
 
+// CTAs for the tiles of a grid-stride kernel: one a kTilesPerCta tiles, at most the resident
+// grid (the kernel's occupancy times the current device's multiprocessors).
+template <auto Kernel>
+unsigned residentGrid(const Geo& g) {
+  static const int perSm = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, kThreads, 0) != cudaSuccess ||
+        n < 1)
+      n = 1;
+    return n;
+  }();
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+    sms = 1;
+  const size_t need = gridFor(g.L.tiles, kTilesPerCta);
+  const size_t cap = static_cast<size_t>(perSm) * static_cast<size_t>(sms);
+  return static_cast<unsigned>(need < 1 ? 1 : (need < cap ? need : cap));
+}
+
 int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, float scale,
              uint8_t* out, uint32_t* keys, cudaStream_t stream) {
-  const tah_layout_t L = tah_layout(count, t->row, t->lowL);
+  const Geo g = geoOf(t, count);
   const bool vec = aligned16(in);
-  if (L.n3 > 0) {
-    rowKeysKernel<<<static_cast<unsigned>(L.rows), kThreads, 0, stream>>>(in, dtype, count, scale,
-                                                                          t->row, vec, keys);
+  if (g.L.n3 > 0) {
+    rowKeysKernel<<<static_cast<unsigned>(g.L.rows), kThreads, 0, stream>>>(in, dtype, g, scale,
+                                                                            vec, keys);
     if (launched()) return COCCL_CODEC_E_CUDA;
   }
-  selectKernel<<<1, kSelectThreads, 0, stream>>>(keys, static_cast<uint32_t>(L.rows),
-                                                 static_cast<uint32_t>(L.n3),
+  selectKernel<<<1, kSelectThreads, 0, stream>>>(keys, static_cast<uint32_t>(g.L.rows),
+                                                 static_cast<uint32_t>(g.L.n3),
                                                  reinterpret_cast<uint32_t*>(out));
   if (launched()) return COCCL_CODEC_E_CUDA;
-  encodeTilesKernel<<<gridFor(L.tiles, kTilesPerCta), kThreads, 0, stream>>>(
-      in, dtype, count, scale, t->row, t->lowL, t->had != 0, vec, out);
+  encodeTilesKernel<<<residentGrid<encodeTilesKernel>(g), kThreads, 0, stream>>>(
+      in, dtype, g, scale, t->had != 0, vec, out);
+  return launched();
+}
+
+template <int Mode>
+int decodeMode(const Inputs& ins, int n, int self, const void* selfIn, float scale, const Geo& g,
+               int dtype, bool vec, void* out, cudaStream_t stream) {
+  decodeTilesKernel<Mode><<<residentGrid<decodeTilesKernel<Mode>>(g), kThreads, 0, stream>>>(
+      ins, n, self, selfIn, scale, g, dtype, vec, out);
   return launched();
 }
 
 int decodeOn(const tah_instance_t* t, const Inputs& ins, int n, int mode, int self,
              const void* selfIn, float scale, size_t count, int dtype, void* out,
              cudaStream_t stream) {
-  const tah_layout_t L = tah_layout(count, t->row, t->lowL);
+  const Geo g = geoOf(t, count);
   const bool vec = aligned16(out) && (mode != 2 || aligned16(selfIn));
-  decodeTilesKernel<<<gridFor(L.tiles, kTilesPerCta), kThreads, 0, stream>>>(
-      ins, n, mode, self, selfIn, scale, count, t->row, t->lowL, dtype, vec, out);
-  return launched();
+  if (mode == 0) return decodeMode<0>(ins, n, self, selfIn, scale, g, dtype, vec, out, stream);
+  if (mode == 1) return decodeMode<1>(ins, n, self, selfIn, scale, g, dtype, vec, out, stream);
+  return decodeMode<2>(ins, n, self, selfIn, scale, g, dtype, vec, out, stream);
 }
 
 #endif  // COCCL_DEVICE_EMULATION

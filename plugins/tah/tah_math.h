@@ -175,7 +175,10 @@ TAH_HD float tah_log2(float x) {
   p = TAH_ADD(TAH_MUL(p, t), 0.4154266119003296f);
   p = TAH_ADD(TAH_MUL(p, t), -0.7086834907531738f);
   p = TAH_ADD(TAH_MUL(p, t), 1.4418259859085083f);
-  return TAH_ADD((float)(e - 127), TAH_MUL(p, t));
+  /* e - 127 as a float without an int-to-float conversion (a quarter-rate instruction on
+   * GPUs): 2^23 + e (the exponent in the mantissa bits) minus 2^23 + 127, both exact. */
+  const float ef = TAH_SUB(tah_float(0x4b000000u | (uint32_t)e), 8388735.0f);
+  return TAH_ADD(ef, TAH_MUL(p, t));
 }
 /* What element |x| = a adds to the row's U = sum a log2 a. */
 TAH_HD float tah_ulog(float a) {
@@ -243,10 +246,13 @@ TAH_HD unsigned tah_code(float v, float z, float inv, int q) {
   float c = TAH_MUL(TAH_SUB(v, z), inv);
   if (!(c > 0.0f)) return 0u; /* negative, 0 or NaN */
   if (c > (float)q) c = (float)q;
-  return (unsigned)TAH_SUB(TAH_ADD(c, 12582912.0f), 12582912.0f);
+  /* c + 1.5 * 2^23 rounds c to the nearest even integer into the low mantissa bits (c <= 15):
+   * the code is those bits, without a float-to-int conversion. */
+  return tah_bits(TAH_ADD(c, 12582912.0f)) - 0x4b400000u;
 }
+/* z + c * s; c (a code, < 2^23) as a float by its mantissa bits, without a conversion. */
 TAH_HD float tah_value(unsigned c, float z, float s) {
-  return TAH_ADD(z, TAH_MUL((float)c, s));
+  return TAH_ADD(z, TAH_MUL(TAH_SUB(tah_float(0x4b000000u | c), 8388608.0f), s));
 }
 
 /* 64-point Walsh-Hadamard transform scaled by 1/8, stages h = 1, 2, 4, ..., 32 in this order

@@ -78,27 +78,33 @@ void launch(size_t blocks, unsigned threads, const std::function<void()>& body) 
   }
 }
 
-// tah_device.cu's encodeOn and decodeOn, with the emulated launches.
+// tah_device.cu's encodeOn and decodeOn, with the emulated launches; the grid-stride kernels
+// get at most 3 CTAs, so that their loops run several times.
+unsigned emuGrid(const Geo& g) {
+  const unsigned need = gridFor(g.L.tiles, kTilesPerCta);
+  return need < 1 ? 1 : (need < 3 ? need : 3);
+}
 void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
                uint32_t* keys, float scale = 1.0f) {
-  const tah_layout_t L = tah_layout(count, t->row, t->lowL);
+  const Geo g = geoOf(t, count);
   const bool vec = aligned16(in);
-  if (L.n3 > 0)
-    launch(L.rows, kThreads, [&] { rowKeysKernel(in, dtype, count, scale, t->row, vec, keys); });
+  if (g.L.n3 > 0)
+    launch(g.L.rows, kThreads, [&] { rowKeysKernel(in, dtype, g, scale, vec, keys); });
   launch(1, kSelectThreads, [&] {
-    selectKernel(keys, static_cast<uint32_t>(L.rows), static_cast<uint32_t>(L.n3),
+    selectKernel(keys, static_cast<uint32_t>(g.L.rows), static_cast<uint32_t>(g.L.n3),
                  reinterpret_cast<uint32_t*>(out));
   });
-  launch(gridFor(L.tiles, kTilesPerCta), kThreads, [&] {
-    encodeTilesKernel(in, dtype, count, scale, t->row, t->lowL, t->had != 0, vec, out);
-  });
+  launch(emuGrid(g), kThreads,
+         [&] { encodeTilesKernel(in, dtype, g, scale, t->had != 0, vec, out); });
 }
 void emuDecode(const tah_instance_t* t, const Inputs& ins, int n, int mode, int self,
                const void* selfIn, float scale, size_t count, int dtype, void* out) {
-  const tah_layout_t L = tah_layout(count, t->row, t->lowL);
+  const Geo g = geoOf(t, count);
   const bool vec = aligned16(out) && (mode != 2 || aligned16(selfIn));
-  launch(gridFor(L.tiles, kTilesPerCta), kThreads, [&] {
-    decodeTilesKernel(ins, n, mode, self, selfIn, scale, count, t->row, t->lowL, dtype, vec, out);
+  launch(emuGrid(g), kThreads, [&] {
+    if (mode == 0) decodeTilesKernel<0>(ins, n, self, selfIn, scale, g, dtype, vec, out);
+    if (mode == 1) decodeTilesKernel<1>(ins, n, self, selfIn, scale, g, dtype, vec, out);
+    if (mode == 2) decodeTilesKernel<2>(ins, n, self, selfIn, scale, g, dtype, vec, out);
   });
 }
 
