@@ -34,11 +34,12 @@ cocclConfig_t hierConfig(int perNode, const char* spec) {
 
 constexpr const char* kSpec = "hier:intra=int8,inter=fp8_ash_ds";
 
-void runAllReduce(const HierCase& hc, const char* spec, double maxRelL2, const char* algo) {
+void runAllReduce(const HierCase& hc, const char* spec, double maxRelL2, const char* algo,
+                  Mode mode = Mode::Threads) {
   RunOptions o;
   o.config = hierConfig(hc.perNode, spec);
   const size_t es = hc.dt == cocclFloat32 ? 4 : 2;
-  runRanks(hc.nranks, Mode::Threads, [&](Rank& r) {
+  runRanks(hc.nranks, mode, [&](Rank& r) {
     RankData in = syntheticInput(hc.dt, hc.count, r.rank, 7);
     std::vector<double> want(hc.count, 0.0);
     for (int q = 0; q < r.nranks; ++q) {
@@ -68,6 +69,12 @@ void runAllReduce(const HierCase& hc, const char* spec, double maxRelL2, const c
 TEST(Hierarchical, AllReduceTwoNodesOfTwo) {
   runAllReduce({4, 2, cocclFloat32, cocclSum, 100003}, kSpec, 0.04, "hierarchical");
   runAllReduce({4, 2, cocclBfloat16, cocclAvg, 65536}, kSpec, 0.04, "hierarchical");
+}
+
+// Ranks as processes (each its own UCX context and bootstrap connection, as on real nodes).
+TEST(Hierarchical, AllReduceTwoNodesOfTwoProcesses) {
+  runAllReduce({4, 2, cocclBfloat16, cocclSum, 30001}, kSpec, 0.04, "hierarchical",
+               Mode::Processes);
 }
 
 TEST(Hierarchical, AllReduceTwoNodesOfThreeAndThreeOfTwo) {
