@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include "battery.h"
 #include "battery_util.h"
@@ -21,7 +22,8 @@ CheckResult checkDecodeAccumulate(const Codec& c, const Options& opt) {
   Tally t;
   for (cocclDataType_t dt : {cocclFloat32, cocclBfloat16, cocclFloat16}) {
     if (!c.supportsType(dt)) continue;
-    for (size_t count : {size_t{1}, G + 1, 3 * G + 5}) {
+    const std::set<size_t> counts = {countFor(c, 1), countFor(c, G + 1), countFor(c, 3 * G + 5)};
+    for (size_t count : counts) {
       for (int n : {2, 3, 8, 64}) {
         // every buffer the codec writes is guarded (a codec that overruns fails bytes_written;
         // here it must not corrupt the battery)

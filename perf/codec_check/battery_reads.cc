@@ -80,8 +80,9 @@ bool withinBounds(Fn fn) {
 
 CheckResult checkBoundedReads(const Codec& c, const Options& opt) {
   const size_t G = std::max<size_t>(c.blockElems(), 1);
-  std::set<size_t> counts = {1, 7, 33, 1000, G + 1, 3 * G + 5};
-  if (G > 1) counts.insert({G - 1, G});
+  std::set<size_t> counts;
+  for (size_t n : {size_t{1}, size_t{7}, size_t{33}, size_t{1000}, G + 1, 3 * G + 5, G - 1, G})
+    if (n > 0) counts.insert(countFor(c, n));
   size_t calls = 0;
   CheckResult r{"bounded_reads", true, "", ""};
   for (cocclDataType_t dt : kTypes) {

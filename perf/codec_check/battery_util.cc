@@ -75,6 +75,19 @@ std::string Guarded::guardDamage() const {
   return "";
 }
 
+bool refusesPartialBlocks(const Codec& c) {
+  const size_t G = c.blockElems();
+  if (G <= 1) return false;
+  for (cocclDataType_t dt : kTypes)
+    if (c.supportsType(dt)) return c.encodedBytes(G + 1, dt) == 0;
+  return false;
+}
+
+size_t countFor(const Codec& c, size_t n) {
+  const size_t G = c.blockElems();
+  return refusesPartialBlocks(c) ? (n + G - 1) / G * G : n;
+}
+
 const std::vector<std::string>& inputKinds() {
   static const std::vector<std::string> kKinds = {
       "normal",     "laplace",    "student_t3", "outlier_channels", "normal_mu0.5", "normal_mu1",

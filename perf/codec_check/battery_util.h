@@ -61,6 +61,14 @@ struct Tally {
   }
 };
 
+// Whether c refuses counts that are not whole blocks (encodedBytes 0 for them:
+// include/coccl_codec.h, "Blocks"; e.g. tah's default). The battery then runs every check on
+// whole-block counts (countFor) and partial_blocks checks the refusal itself.
+bool refusesPartialBlocks(const Codec& c);
+// The count a check runs for a wanted n: n, or n rounded up to whole blocks for a codec that
+// refuses partial ones.
+size_t countFor(const Codec& c, size_t n);
+
 // Synthetic inputs. Kinds: normal, laplace, student_t3, outlier_channels, normal_mu0.5,
 // normal_mu1, normal_mu4, abs_normal, relu, zero_blocks, tiny_blocks. G is the codec's block
 // (zero_blocks / tiny_blocks alternate such blocks with N(0,1) blocks).
