@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 
 #include "core/dtype.h"
 #include "kernels/float_convert.h"
@@ -85,7 +86,15 @@ bool refusesPartialBlocks(const Codec& c) {
 
 size_t countFor(const Codec& c, size_t n) {
   const size_t G = c.blockElems();
-  return refusesPartialBlocks(c) ? (n + G - 1) / G * G : n;
+  const bool refuses = refusesPartialBlocks(c);
+  if (refuses) n = (n + G - 1) / G * G;
+  for (cocclDataType_t dt : kTypes)
+    if (n > 0 && c.supportsType(dt) && c.encodedBytes(n, dt) == 0)
+      throw std::runtime_error(fmt("the codec refuses a count of %zu %s elements (encodedBytes 0), "
+                                   "%s (blocks of %zu)", n, typeName(dt),
+                                   refuses ? "a whole-block count, which it must take"
+                                           : "although it takes partial blocks", G));
+  return n;
 }
 
 const std::vector<std::string>& inputKinds() {

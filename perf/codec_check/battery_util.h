@@ -66,7 +66,7 @@ struct Tally {
 // whole-block counts (countFor) and partial_blocks checks the refusal itself.
 bool refusesPartialBlocks(const Codec& c);
 // The count a check runs for a wanted n: n, or n rounded up to whole blocks for a codec that
-// refuses partial ones.
+// refuses partial ones. Throws (the check fails, naming the count) when c refuses that count.
 size_t countFor(const Codec& c, size_t n);
 
 // Synthetic inputs. Kinds: normal, laplace, student_t3, outlier_channels, normal_mu0.5,

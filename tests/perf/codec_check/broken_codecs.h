@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "codecs/codec.h"
+#include "core/error.h"
 
 namespace coccl {
 namespace test {
@@ -146,6 +148,50 @@ class NanDroppingCodec : public ForwardingCodec {
 
  private:
   bool declare_;
+};
+
+// Refuses counts that are not whole blocks, as tah's default does (include/coccl_codec.h,
+// "Blocks"): encodedBytes 0 and every operation Error(cocclInvalidArgument). kNone is a
+// conforming codec; the others break the refusal: encode writes into its payload before refusing,
+// refuses with cocclInternalError, or also refuses odd numbers of blocks (one whole block too).
+class RefusingCodec : public ForwardingCodec {
+ public:
+  enum Flaw { kNone, kWritesFirst, kWrongCode, kOddBlocks };
+  RefusingCodec(CodecPtr inner, Flaw flaw) : ForwardingCodec(std::move(inner)), flaw_(flaw) {}
+  size_t encodedBytes(size_t count, cocclDataType_t dt) const override {
+    return taken(count) ? in_->encodedBytes(count, dt) : 0;
+  }
+  void encode(const void* in, cocclDataType_t dt, size_t count, void* out) const override {
+    if (flaw_ == kWritesFirst && !taken(count)) static_cast<uint8_t*>(out)[0] ^= 0xFF;
+    refuse(count);
+    in_->encode(in, dt, count, out);
+  }
+  void decode(const void* in, size_t count, cocclDataType_t dt, void* out) const override {
+    refuse(count);
+    in_->decode(in, count, dt, out);
+  }
+  void decodeAccumulate(const void* in, size_t count, cocclDataType_t dt,
+                        float* acc) const override {
+    refuse(count);
+    in_->decodeAccumulate(in, count, dt, acc);
+  }
+  void decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
+                          cocclDataType_t dt, size_t count, float scale, void* out, float* scratch,
+                          void* decoded) const override {
+    refuse(count);
+    in_->decodeReduceEncode(ins, p, self, selfIn, dt, count, scale, out, scratch, decoded);
+  }
+
+ private:
+  bool taken(size_t count) const {
+    return count % ((flaw_ == kOddBlocks ? 2 : 1) * in_->blockElems()) == 0;
+  }
+  void refuse(size_t count) const {
+    if (!taken(count))
+      throw Error(flaw_ == kWrongCode ? cocclInternalError : cocclInvalidArgument,
+                  "refused count " + std::to_string(count));
+  }
+  Flaw flaw_;
 };
 
 }  // namespace test

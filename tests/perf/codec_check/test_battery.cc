@@ -121,6 +121,52 @@ TEST(Battery, NonFiniteUndeclaredChecksMemorySafetyOnly) {
   EXPECT_FALSE(check::checkNonFinite(o, quick()).pass);
 }
 
+// A codec that refuses partial blocks (tah's default): every check runs whole-block counts and
+// passes; partial_blocks checks the refusal itself.
+TEST(Battery, RefusingPartialBlocksPassesOnWholeBlocks) {
+  RefusingCodec c(makeCodec("int8"), RefusingCodec::kNone);
+  const std::vector<check::CheckResult> rs = check::runBattery(c, quick());
+  const std::string table = check::formatTable(c, rs);
+  EXPECT_TRUE(check::allPassed(rs)) << table;
+  const check::CheckResult* r = find(rs, "partial_blocks");
+  ASSERT_NE(r, nullptr);
+  EXPECT_NE(r->numbers.find("refused (whole blocks of 128 only)"), std::string::npos) << table;
+}
+
+TEST(Broken, RefusalThatWritesFailsPartialBlocks) {
+  RefusingCodec c(makeCodec("int8"), RefusingCodec::kWritesFirst);
+  expectVerdicts(c, "partial_blocks", {"bytes_written", "determinism", "decode_reduce_encode"});
+  const check::CheckResult r = check::checkPartialBlocks(c, quick());
+  EXPECT_NE(r.detail.find("fp32 count 1: a refused operation wrote into its buffers"),
+            std::string::npos)
+      << r.detail;
+}
+
+TEST(Broken, RefusalWithTheWrongCodeFailsPartialBlocks) {
+  RefusingCodec c(makeCodec("int8"), RefusingCodec::kWrongCode);
+  expectVerdicts(c, "partial_blocks", {"bytes_written", "determinism", "decode_reduce_encode"});
+  const check::CheckResult r = check::checkPartialBlocks(c, quick());
+  EXPECT_NE(r.detail.find("encode: failed with result"), std::string::npos) << r.detail;
+}
+
+// Refusing a whole-block count fails partial_blocks, and every check that meets such a count
+// names it.
+TEST(Broken, RefusedWholeBlockFails) {
+  RefusingCodec c(makeCodec("int8"), RefusingCodec::kOddBlocks);
+  expectVerdicts(c, "partial_blocks", {"roundtrip normal"});
+  const check::CheckResult r = check::checkPartialBlocks(c, quick());
+  EXPECT_NE(r.detail.find("fp32 count 128 (whole blocks of 128): refused, but whole-block "
+                          "counts must be taken"),
+            std::string::npos)
+      << r.detail;
+  const std::vector<check::CheckResult> rs = check::runBattery(c, quick());
+  const check::CheckResult* b = find(rs, "bytes_written");
+  ASSERT_NE(b, nullptr);
+  EXPECT_FALSE(b->pass);
+  EXPECT_NE(b->detail.find("a whole-block count, which it must take"), std::string::npos)
+      << b->detail;
+}
+
 // An empty manifest directory: the real-data row fails rather than passing silently.
 TEST(Battery, MissingManifestFails) {
   CodecPtr c = makeCodec("int8");
