@@ -384,6 +384,10 @@ typedef struct cocclCodec* cocclCodec_t;
  * "fp8_ash_ds", "fp8_ash_ds:block=256,format=e5m2". Errors: cocclInvalidArgument (NULL or a
  * spec that does not parse: unknown name, key or value; the message says which). */
 COCCL_API cocclResult_t cocclCodecCreate(const char* spec, cocclCodec_t* codec);
+/* Frees a codec handle; it must outlive the calls that name it (a grouped call uses it at
+ * cocclGroupEnd). NULL is a no-op returning cocclSuccess (as cocclCommDestroy). Errors:
+ * cocclInvalidArgument for a handle destroyed already or never returned by cocclCodecCreate
+ * (every call taking one fails the same way, a grouped call at cocclGroupEnd). */
 COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec);
 
 /* Bytes that `count` elements of `datatype` occupy on the wire when encoded by `codec`, for a
@@ -393,7 +397,8 @@ COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec);
 COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
                                                cocclDataType_t datatype, size_t* bytes);
 
-/* The codec's canonical spec string with every parameter spelled out. */
+/* The codec's canonical spec string with every parameter spelled out ("" for NULL or a handle
+ * that is not live). */
 COCCL_API const char* cocclCodecName(cocclCodec_t codec);
 
 /* Elements per block of the codec (a collective cuts messages into chunks of whole blocks,

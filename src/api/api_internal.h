@@ -51,11 +51,15 @@ cocclResult_t guarded(cocclComm* comm, const char* fn, F&& f) {
 Communicator& usableComm(cocclComm* comm);
 
 // Live handles (handles.cc): registered at creation, unregistered by the destroy / abort that
-// frees them. checkLiveComm throws cocclInvalidArgument for NULL or a handle that is not live.
+// frees them. checkLive* throw cocclInvalidArgument for NULL or a handle that is not live.
 void registerComm(const cocclComm* comm);
 bool unregisterComm(const cocclComm* comm);  // false: it was not live
 bool isLiveComm(const cocclComm* comm);
 void checkLiveComm(const cocclComm* comm);
+// The same for codec handles (cocclCodecCreate / cocclCodecDestroy).
+void registerCodec(const cocclCodec* codec);
+bool unregisterCodec(const cocclCodec* codec);  // false: it was not live
+void checkLiveCodec(const cocclCodec* codec);
 
 // Groups (per thread). When inside a group, enqueue() stores the operation and returns true;
 // the caller then returns cocclSuccess and the operation runs at the outermost GroupEnd.
@@ -64,6 +68,7 @@ struct QueuedOp {
   cocclComm* comm = nullptr;     // nullptr for deferred inits
   bool isP2P = false;
   CollRequest p2p{};
+  const cocclCodec* p2pCodec = nullptr;  // p2p's codec handle, checked again at cocclGroupEnd
   std::function<void()> run;     // collective or init
 };
 void enqueue(QueuedOp op);

@@ -42,8 +42,12 @@ void checkOverlap(const void* in, size_t inBytes, const void* out, size_t outByt
                   "sendbuff and recvbuff overlap but sendbuff is not at the in-place position");
 }
 
+// The codec of a *Codec call: NULL means the policy's choice; anything else must be a live
+// handle (cocclInvalidArgument otherwise, never a dereference of a freed one).
 const Codec* codecOf(cocclCodec_t c) {
-  return c ? c->codec.get() : nullptr;
+  if (!c) return nullptr;
+  checkLiveCodec(c);
+  return c->codec.get();
 }
 
 CollRequest request(uint64_t seq, Coll coll, const void* in, void* out, size_t count,
@@ -92,6 +96,7 @@ cocclResult_t doAllReduce(const void* sendbuff, void* recvbuff, size_t count, co
       comm, fn,
       [&](Communicator&) {
         checkType(dt);
+        (void)codecOf(codec);  // NULL or a live handle, checked at the call
         checkOp(op);
         size_t b = checkedBytes(count, 1, dt);
         checkBuffer(sendbuff, b, "sendbuff");
@@ -112,6 +117,7 @@ cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvc
       comm, fn,
       [&](Communicator& c) {
         checkType(dt);
+        (void)codecOf(codec);  // NULL or a live handle, checked at the call
         checkOp(op);
         size_t out = checkedBytes(recvcount, 1, dt);
         size_t in = checkedBytes(recvcount, static_cast<size_t>(c.nranks()), dt);
@@ -134,6 +140,7 @@ cocclResult_t doAllGather(const void* sendbuff, void* recvbuff, size_t sendcount
       comm, fn,
       [&](Communicator& c) {
         checkType(dt);
+        (void)codecOf(codec);  // NULL or a live handle, checked at the call
         size_t in = checkedBytes(sendcount, 1, dt);
         size_t out = checkedBytes(sendcount, static_cast<size_t>(c.nranks()), dt);
         checkBuffer(sendbuff, in, "sendbuff");
@@ -155,6 +162,7 @@ cocclResult_t doAllGatherDelta(const void* sendbuff, void* recvbuff, size_t send
       comm, "cocclAllGatherDelta",
       [&](Communicator& c) {
         checkType(dt);
+        (void)codecOf(codec);  // NULL or a live handle, checked at the call
         COCCL_CHECK_ARG((flags & ~COCCL_DELTA_RESET) == 0,
                         "flags 0x%x: only COCCL_DELTA_RESET (0x%x) is defined", flags,
                         COCCL_DELTA_RESET);
@@ -195,6 +203,7 @@ cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int 
     op.isP2P = true;
     op.p2p = request(0, send ? Coll::Send : Coll::Recv, send ? buf : nullptr, send ? nullptr : buf,
                      count, dt, cocclSum, peer, codecOf(codec), stream);
+    op.p2pCodec = codec;
     if (inGroup()) {
       enqueue(std::move(op));
       return;

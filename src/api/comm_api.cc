@@ -307,19 +307,30 @@ COCCL_API cocclResult_t cocclCodecCreate(const char* spec, cocclCodec_t* codec) 
     *codec = nullptr;
     auto h = std::make_unique<cocclCodec>();
     h->codec = makeCodec(spec);
+    registerCodec(h.get());
     *codec = h.release();
   });
 }
 
+// A codec handle must outlive the operations that name it, as NCCL's handles do: a grouped
+// *Codec call uses it at cocclGroupEnd. NULL is a no-op, as for cocclCommDestroy (cleanup after
+// a failed cocclCodecCreate, which sets the handle to NULL).
 COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec) {
-  delete codec;
-  return cocclSuccess;
+  if (!codec) return cocclSuccess;
+  return guarded(nullptr, "cocclCodecDestroy", [&] {
+    COCCL_CHECK_ARG(unregisterCodec(codec),
+                    "codec %p is not a live codec handle (destroyed already, or never returned "
+                    "by cocclCodecCreate)",
+                    static_cast<const void*>(codec));
+    delete codec;
+  });
 }
 
 COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
                                                cocclDataType_t datatype, size_t* bytes) {
   return guarded(nullptr, "cocclCodecEncodedBytes", [&] {
-    COCCL_CHECK_ARG(codec && codec->codec && bytes, "codec or bytes is NULL");
+    checkLiveCodec(codec);
+    COCCL_CHECK_ARG(bytes, "bytes is NULL");
     COCCL_CHECK_ARG(codec->codec->supportsType(datatype), "codec %s does not encode type %d",
                     codec->codec->name(), static_cast<int>(datatype));
     *bytes = codec->codec->encodedBytes(count, datatype);
@@ -327,12 +338,18 @@ COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
 }
 
 COCCL_API const char* cocclCodecName(cocclCodec_t codec) {
-  return codec && codec->codec ? codec->codec->spec().c_str() : "";
+  try {
+    checkLiveCodec(codec);
+  } catch (const Error&) {
+    return "";
+  }
+  return codec->codec->spec().c_str();
 }
 
 COCCL_API cocclResult_t cocclCodecBlockElems(cocclCodec_t codec, size_t* elems) {
   return guarded(nullptr, "cocclCodecBlockElems", [&] {
-    COCCL_CHECK_ARG(codec && codec->codec && elems, "codec or elems is NULL");
+    checkLiveCodec(codec);
+    COCCL_CHECK_ARG(elems, "elems is NULL");
     *elems = codec->codec->blockElems();
   });
 }
@@ -340,7 +357,8 @@ COCCL_API cocclResult_t cocclCodecBlockElems(cocclCodec_t codec, size_t* elems) 
 COCCL_API cocclResult_t cocclCodecErrorBound(cocclCodec_t codec, double blockRms,
                                              double blockAbsMax, double* bound) {
   return guarded(nullptr, "cocclCodecErrorBound", [&] {
-    COCCL_CHECK_ARG(codec && codec->codec && bound, "codec or bound is NULL");
+    checkLiveCodec(codec);
+    COCCL_CHECK_ARG(bound, "bound is NULL");
     COCCL_CHECK_ARG(std::isfinite(blockRms) && std::isfinite(blockAbsMax) && blockRms >= 0 &&
                         blockAbsMax >= 0,
                     "block statistics must be finite and >= 0 (rms %g, absmax %g)", blockRms,

@@ -19,6 +19,10 @@ thread_local std::vector<QueuedOp> t_queue;
 cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
   return guarded(comm, "cocclGroupEnd", [&] {
     Communicator& c = usableComm(comm);
+    // A codec handle of a queued Send/Recv destroyed since: an error before anything runs (the
+    // collectives check theirs when they run).
+    for (const QueuedOp* op : ops)
+      if (op->isP2P && op->p2pCodec) checkLiveCodec(op->p2pCodec);
     std::lock_guard<std::mutex> lock(comm->opMutex);
     std::vector<CollRequest> batch;
     auto flush = [&] {

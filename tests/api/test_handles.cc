@@ -50,8 +50,27 @@ void expectEveryCallRejects(cocclComm_t dead) {
   EXPECT_EQ(cocclCommQueryCodec(dead, cocclCollAllReduce, 4, cocclFloat32, cocclSum, &compressed,
                                 nullptr, 0),
             cocclInvalidArgument);
+  cocclExactPath_t path = cocclExactDefault;
+  EXPECT_EQ(cocclCommQueryExactPath(dead, cocclCollAllReduce, 4, cocclFloat32, cocclSum, &path),
+            cocclInvalidArgument);
   int world[1];
   EXPECT_EQ(cocclCommWorldRanks(dead, world, 1), cocclInvalidArgument);
+  // The *Codec variants, with a live codec: the communicator decides.
+  cocclCodec_t int8 = nullptr;
+  ASSERT_EQ(cocclCodecCreate("int8", &int8), cocclSuccess);
+  EXPECT_EQ(cocclAllReduceCodec(a.data(), b.data(), 4, cocclFloat32, cocclSum, int8, dead, nullptr),
+            cocclInvalidArgument);
+  EXPECT_TRUE(saysNotLive()) << cocclGetLastError(nullptr);
+  EXPECT_EQ(cocclReduceScatterCodec(a.data(), b.data(), 1, cocclFloat32, cocclSum, int8, dead,
+                                    nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclAllGatherCodec(a.data(), b.data(), 1, cocclFloat32, int8, dead, nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclSendCodec(a.data(), 4, cocclFloat32, 0, int8, dead, nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclRecvCodec(b.data(), 4, cocclFloat32, 0, int8, dead, nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclCodecDestroy(int8), cocclSuccess);
   // Twice freed: an error, never a hang or a crash.
   EXPECT_EQ(cocclCommDestroy(dead), cocclInvalidArgument);
   EXPECT_TRUE(saysNotLive()) << cocclGetLastError(nullptr);
@@ -80,6 +99,107 @@ TEST(Handles, CallsAfterAbortAreRejected) {
 TEST(Handles, APointerThatNeverWasAHandleIsRejected) {
   int notAComm = 0;
   expectEveryCallRejects(reinterpret_cast<cocclComm_t>(&notAComm));
+}
+
+bool saysNotALiveCodec() {
+  return std::string(cocclGetLastError(nullptr)).find("not a live codec handle") !=
+         std::string::npos;
+}
+
+// Every call that takes a codec handle, on one that is destroyed (or never was one), on a live
+// communicator: cocclInvalidArgument with a message, nothing run, the communicator still usable.
+void expectEveryCodecCallRejects(cocclCodec_t bad, cocclComm_t comm) {
+  std::vector<float> a(16, 1.0f), b(16, 0.0f);
+  size_t n = 0;
+  double bound = 0;
+  EXPECT_EQ(cocclCodecEncodedBytes(bad, 4, cocclFloat32, &n), cocclInvalidArgument);
+  EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(nullptr);
+  EXPECT_EQ(cocclCodecBlockElems(bad, &n), cocclInvalidArgument);
+  EXPECT_EQ(cocclCodecErrorBound(bad, 1.0, 1.0, &bound), cocclInvalidArgument);
+  EXPECT_STREQ(cocclCodecName(bad), "");
+  EXPECT_EQ(cocclAllReduceCodec(a.data(), b.data(), 4, cocclFloat32, cocclSum, bad, comm, nullptr),
+            cocclInvalidArgument);
+  EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(comm);
+  EXPECT_EQ(cocclReduceScatterCodec(a.data(), b.data(), 4, cocclFloat32, cocclSum, bad, comm,
+                                    nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclAllGatherCodec(a.data(), b.data(), 4, cocclFloat32, bad, comm, nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclAllGatherDelta(a.data(), b.data(), 4, cocclFloat32, bad, COCCL_DELTA_RESET, comm,
+                                nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclSendCodec(a.data(), 4, cocclFloat32, 0, bad, comm, nullptr),
+            cocclInvalidArgument);
+  EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(comm);
+  EXPECT_EQ(cocclRecvCodec(b.data(), 4, cocclFloat32, 0, bad, comm, nullptr),
+            cocclInvalidArgument);
+  EXPECT_EQ(cocclCodecDestroy(bad), cocclInvalidArgument);
+  EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(nullptr);
+  // The communicator still works.
+  EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, cocclSum, comm, nullptr),
+            cocclSuccess)
+      << cocclGetLastError(comm);
+  EXPECT_EQ(b[0], 1.0f);
+}
+
+TEST(Handles, CodecCallsAfterDestroyAreRejected) {
+  runRanks(1, Mode::Threads, [](Rank& r) {
+    cocclCodec_t c = nullptr;
+    ASSERT_EQ(cocclCodecCreate("fp8_ash_ds", &c), cocclSuccess);
+    ASSERT_EQ(cocclCodecDestroy(c), cocclSuccess);
+    expectEveryCodecCallRejects(c, r.comm);
+    int notACodec = 0;
+    expectEveryCodecCallRejects(reinterpret_cast<cocclCodec_t>(&notACodec), r.comm);
+  });
+}
+
+TEST(Handles, CodecDestroyTwiceIsAnError) {
+  cocclCodec_t c = nullptr;
+  ASSERT_EQ(cocclCodecCreate("int8:block=64", &c), cocclSuccess);
+  ASSERT_EQ(cocclCodecDestroy(c), cocclSuccess);
+  EXPECT_EQ(cocclCodecDestroy(c), cocclInvalidArgument);  // before: a double free
+  EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(nullptr);
+  int notACodec = 0;
+  EXPECT_EQ(cocclCodecDestroy(reinterpret_cast<cocclCodec_t>(&notACodec)), cocclInvalidArgument);
+  EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(nullptr);
+  // NULL is a no-op, as for cocclCommDestroy (cocclCodecCreate leaves NULL when it fails).
+  EXPECT_EQ(cocclCodecCreate("int8:block=7", &c), cocclInvalidArgument);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_EQ(cocclCodecDestroy(c), cocclSuccess);
+}
+
+// A codec handle destroyed between a grouped *Codec call and cocclGroupEnd: the group fails
+// with cocclInvalidArgument, nothing is received, the communicator stays usable.
+TEST(Handles, CodecDestroyedBeforeGroupEndIsRejected) {
+  runRanks(1, Mode::Threads, [](Rank& r) {
+    std::vector<float> a(256, 1.0f), b(256, 0.0f);
+    cocclCodec_t c = nullptr;
+    ASSERT_EQ(cocclCodecCreate("int8", &c), cocclSuccess);
+    ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+    EXPECT_EQ(cocclSendCodec(a.data(), a.size(), cocclFloat32, 0, c, r.comm, nullptr),
+              cocclSuccess);
+    EXPECT_EQ(cocclRecvCodec(b.data(), b.size(), cocclFloat32, 0, c, r.comm, nullptr),
+              cocclSuccess);
+    ASSERT_EQ(cocclCodecDestroy(c), cocclSuccess);
+    EXPECT_EQ(cocclGroupEnd(), cocclInvalidArgument);  // before: a use after free
+    EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(r.comm);
+    EXPECT_EQ(b[0], 0.0f);
+
+    ASSERT_EQ(cocclCodecCreate("int8", &c), cocclSuccess);
+    ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+    EXPECT_EQ(cocclAllReduceCodec(a.data(), b.data(), a.size(), cocclFloat32, cocclSum, c, r.comm,
+                                  nullptr),
+              cocclSuccess);
+    ASSERT_EQ(cocclCodecDestroy(c), cocclSuccess);
+    EXPECT_EQ(cocclGroupEnd(), cocclInvalidArgument);
+    EXPECT_TRUE(saysNotALiveCodec()) << cocclGetLastError(r.comm);
+    EXPECT_EQ(b[0], 0.0f);
+
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, cocclSum, r.comm, nullptr),
+              cocclSuccess)
+        << cocclGetLastError(r.comm);
+    EXPECT_EQ(b[0], 1.0f);
+  });
 }
 
 }  // namespace
