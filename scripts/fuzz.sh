@@ -11,7 +11,8 @@ BUILD_DIR=${BUILD_DIR:-build-fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_JOBS=${FUZZ_JOBS:-2}  # targets fuzzed at once
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_codec_decode fuzz_codec_spec fuzz_env fuzz_bootstrap_wire fuzz_policy_file)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_codec_decode fuzz_codec_spec fuzz_env fuzz_bootstrap_wire fuzz_policy_file
+  fuzz_plugin_decode)
 
 t0=$(date +%s)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

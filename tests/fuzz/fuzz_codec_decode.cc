@@ -44,35 +44,12 @@ CodecPtr codecFor(int i) {
   return cache[i];
 }
 
-// Whether element i of a dt buffer is a NaN (different NaN bits compare equal).
-bool isNaNAt(cocclDataType_t dt, const uint8_t* p, size_t i) {
-  switch (dt) {
-    case cocclFloat32: {
-      uint32_t b;
-      std::memcpy(&b, p + 4 * i, 4);
-      return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu);
-    }
-    case cocclFloat16: {
-      uint16_t b;
-      std::memcpy(&b, p + 2 * i, 2);
-      return (b & 0x7c00u) == 0x7c00u && (b & 0x3ffu);
-    }
-    case cocclBfloat16: {
-      uint16_t b;
-      std::memcpy(&b, p + 2 * i, 2);
-      return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu);
-    }
-    default:
-      return false;
-  }
-}
-
 void expectSame(const char* what, const Codec& c, cocclDataType_t dt, size_t count,
                 const uint8_t* a, const uint8_t* b) {
   const size_t es = dtypeSize(dt);
   for (size_t i = 0; i < count; ++i) {
     if (std::memcmp(a + i * es, b + i * es, es) == 0) continue;
-    if (isNaNAt(dt, a, i) && isNaNAt(dt, b, i)) continue;
+    if (fuzz::isNaNAt(dt, a, i) && fuzz::isNaNAt(dt, b, i)) continue;
     fail(format("%s: %s, %s, count %zu: element %zu differs", what, c.spec().c_str(),
                 dtypeName(dt), count, i));
   }

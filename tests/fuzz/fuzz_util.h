@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "coccl.h"
+
 namespace coccl::fuzz {
 
 // Reads the fuzzer's bytes front to back; past the end every read gives zeros.
@@ -48,6 +50,30 @@ struct Buf {
   uint8_t* get() { return p.get(); }
   const uint8_t* get() const { return p.get(); }
 };
+
+// Whether element i of a dt buffer is a NaN (fp32, fp16, bf16; different NaN bits compare
+// equal where a check compares outputs).
+inline bool isNaNAt(cocclDataType_t dt, const uint8_t* p, size_t i) {
+  switch (dt) {
+    case cocclFloat32: {
+      uint32_t b;
+      std::memcpy(&b, p + 4 * i, 4);
+      return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu);
+    }
+    case cocclFloat16: {
+      uint16_t b;
+      std::memcpy(&b, p + 2 * i, 2);
+      return (b & 0x7c00u) == 0x7c00u && (b & 0x3ffu);
+    }
+    case cocclBfloat16: {
+      uint16_t b;
+      std::memcpy(&b, p + 2 * i, 2);
+      return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu);
+    }
+    default:
+      return false;
+  }
+}
 
 [[noreturn]] inline void fail(const std::string& what) {
   std::fprintf(stderr, "FUZZ CHECK FAILED: %s\n", what.c_str());

@@ -97,3 +97,28 @@ policies = {
 }
 for name, text in policies.items():
     write("fuzz_policy_file", name, text.encode())
+
+# fuzz_plugin_decode: [spec][dtype: fp32, fp16, bf16][count u16][p][self][mode] then the bytes
+# that fill every buffer. Specs 0-11 int4, 12-17 tah strict=0, 18-19 tah strict=1 (the list in
+# fuzz_plugin_decode.cc). Counts around the blocks / rows of each spec; fill bytes that read as
+# ordinary floats (and scale words), mixed with random bytes.
+INT4_BLOCK = [128, 32, 2048, 128, 128, 32, 2048, 2048, 128, 32, 2048, 64]
+TAH_ROW = [64, 128, 192, 1024, 4096, 64, 64, 256]
+def floats(n, lo=-4.0, hi=4.0):
+    return b"".join(struct.pack("<f", random.uniform(lo, hi)) for _ in range(n))
+for spec in range(20):
+    g = INT4_BLOCK[spec] if spec < 12 else TAH_ROW[spec - 12]
+    for dt in range(3):
+        count = random.choice([1, g - 1, g, g + 1, 2 * g + 3, 70 * 64 if spec >= 12 else 3 * g // 2])
+        count = min(count, 4500)
+        p = random.randint(0, 3)
+        head = bytes([spec, dt]) + struct.pack("<H", count) + bytes([p, random.randint(0, p), random.randint(0, 7)])
+        fill = floats(48) + bytes(random.randint(0, 255) for _ in range(64)) + floats(16, -1e-3, 1e-3)
+        write("fuzz_plugin_decode", "s%02d_t%d" % (spec, dt), head + fill)
+nonfinite = b"".join(struct.pack("<f", v) for v in (float("nan"), float("inf"), -float("inf"), 1.0, -0.0, 3e38))
+write("fuzz_plugin_decode", "int4_nonfinite", bytes([4, 0]) + struct.pack("<H", 300) + bytes([3, 1, 1]) + nonfinite)
+write("fuzz_plugin_decode", "tah_nonfinite", bytes([12, 0]) + struct.pack("<H", 2200) + bytes([3, 2, 0]) + nonfinite)
+write("fuzz_plugin_decode", "tah_all_ones", bytes([13, 2]) + struct.pack("<H", 4500) + bytes([2, 0, 4]) + b"\xff" * 32)
+write("fuzz_plugin_decode", "tah_strict_refused", bytes([18, 1]) + struct.pack("<H", 100) + bytes([1, 0, 0]) + floats(8))
+write("fuzz_plugin_decode", "int4_zero_count", bytes([0, 0, 0, 0, 0, 0, 0]))
+write("fuzz_plugin_decode", "int4_max_count", bytes([7, 1]) + struct.pack("<H", 4500) + bytes([3, 3, 1]) + floats(32))
