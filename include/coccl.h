@@ -561,6 +561,17 @@ COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_
                                                 size_t count, cocclDataType_t datatype,
                                                 cocclRedOp_t op, cocclExactPath_t* path);
 
+/* Whether the NCCL shim runs an AllGather of `sendcount` elements of `datatype` a rank as a
+ * weight-difference AllGather (SDP4Bit's qWD, through cocclAllGatherDelta against a reference
+ * the shim keeps: nccl-tests-shim/README.md): writes 1 to *delta when the call is compressed
+ * (cocclCommQueryCodec with cocclCollAllGather) and the policy rule that decides it says
+ * "delta": true (docs/policy.md), else 0. coccl's own cocclAllGather never reads recvbuff:
+ * programs on coccl's API call cocclAllGatherDelta themselves. Does not communicate; any
+ * thread while the communicator is alive.
+ * Errors: cocclInvalidArgument (as cocclCommQueryCodec; delta NULL). */
+COCCL_API cocclResult_t cocclCommQueryAllGatherDelta(cocclComm_t comm, size_t sendcount,
+                                                     cocclDataType_t datatype, int* delta);
+
 /* The world ranks of comm's members (cocclConfig_t.worldRank, exchanged at init):
  * worldRanks[r] for each rank r of comm, nranks entries (nranks must be comm's size). A program
  * that builds communicators from others (the NCCL shim's ncclCommSplit) passes a member's entry

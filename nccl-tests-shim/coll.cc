@@ -76,12 +76,14 @@ ncclResult_t collective(CollOp op, ncclComm_t comm) {
   op.comm = usable(comm, collName(op.kind), &code);
   if (!op.comm) return code;
   char codec[256] = "";
-  if (!compressed(op, codec, sizeof(codec))) {
+  const bool lossy = compressed(op, codec, sizeof(codec));
+  if (!lossy) {
     if (!exactOnCoccl(op)) return runReal(op);
     std::snprintf(codec, sizeof(codec), "none, on coccl's kernels");
   }
-  logf(3, "%s of %zu elements of type %d%s: coccl (%s)", collName(op.kind), op.count, op.type,
-       op.peer >= 0 ? " with a peer" : "", codec);
+  op.delta = lossy && isDeltaAllGather(op);
+  logf(3, "%s of %zu elements of type %d%s: coccl (%s%s)", collName(op.kind), op.count, op.type,
+       op.peer >= 0 ? " with a peer" : "", codec, op.delta ? ", weight difference" : "");
   if (inGroup()) {
     queueCoccl(op);
     return ncclSuccess;
@@ -101,7 +103,10 @@ ncclResult_t runCoccl(const CollOp& o) {
     case Coll::ReduceScatter:
       r = cocclReduceScatter(o.send, o.recv, o.count, dt, op, cc, o.stream);
       break;
-    case Coll::AllGather: r = cocclAllGather(o.send, o.recv, o.count, dt, cc, o.stream); break;
+    case Coll::AllGather:
+      if (o.delta) return runDeltaAllGather(o);
+      r = cocclAllGather(o.send, o.recv, o.count, dt, cc, o.stream);
+      break;
     case Coll::Send: r = cocclSend(o.send, o.count, dt, o.peer, cc, o.stream); break;
     case Coll::Recv: r = cocclRecv(o.recv, o.count, dt, o.peer, cc, o.stream); break;
   }
@@ -113,7 +118,8 @@ ncclResult_t runReal(const CollOp& o) {
   const char* name = collName(o.kind);
   const Real* rl = needReal(name, &code);
   if (!rl) return code;
-  if (!o.comm->real) return fail(ncclInvalidUsage, "%s: the communicator has no real NCCL half", name);
+  if (!o.comm->real)
+    return fail(ncclInvalidUsage, "%s: the communicator has no real NCCL half", name);
   ncclComm_t rc = o.comm->real;
   switch (o.kind) {
     case Coll::AllReduce:

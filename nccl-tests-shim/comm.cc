@@ -157,6 +157,7 @@ ncclResult_t initComm(ncclComm* c, const cocclUniqueId& id) {
 void releaseComm(ncclComm* c) {
   if (c->coccl) cocclCommAbort(c->coccl);
   c->coccl = nullptr;
+  freeDeltaRefs(c);
   const Real* r = real();
   if (c->real && r && r->ncclCommAbort) r->ncclCommAbort(c->real);
   c->real = nullptr;
@@ -280,6 +281,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (comm->magic != kCommMagic)
     return fail(ncclInvalidArgument, "ncclCommDestroy: not a live communicator");
   ncclResult_t r1 = fromCoccl(cocclCommDestroy(comm->coccl), "ncclCommDestroy");
+  freeDeltaRefs(comm);
   ncclResult_t r2 = ncclSuccess;
   const Real* rl = real();
   if (comm->real && rl) r2 = fromReal(rl->ncclCommDestroy(comm->real));
@@ -308,6 +310,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   comm->coccl = nullptr;
   comm->real = nullptr;
   ncclResult_t r1 = fromCoccl(cocclCommAbort(cc), "ncclCommAbort");
+  freeDeltaRefs(comm);
   ncclResult_t r2 = ncclSuccess;
   const Real* rl = real();
   if (rc && rl) r2 = fromReal(rl->ncclCommAbort(rc));

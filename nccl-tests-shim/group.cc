@@ -53,17 +53,30 @@ ncclResult_t runInits(std::vector<Deferred>& inits) {
   return first;
 }
 
-ncclResult_t runCocclOps(const std::vector<CollOp>& ops) {
-  if (ops.empty()) return ncclSuccess;
-  if (ops.size() == 1) return runCoccl(ops[0]);
-  ncclResult_t first = fromCoccl(cocclGroupStart(), "ncclGroupEnd");
-  if (first != ncclSuccess) return first;
-  for (const CollOp& op : ops) {
+// The queued calls in one coccl group; then the weight-difference AllGathers, one at a time
+// after it (each copies its reference to recvbuff after its gather: that cannot be inside a
+// coccl group, which runs the gather at its end). Every rank runs them in the same order.
+ncclResult_t runCocclOps(const std::vector<CollOp>& all) {
+  std::vector<CollOp> ops, deltas;
+  for (const CollOp& op : all) (op.delta ? deltas : ops).push_back(op);
+  ncclResult_t first = ncclSuccess;
+  if (ops.size() == 1) {
+    first = runCoccl(ops[0]);
+  } else if (!ops.empty()) {
+    first = fromCoccl(cocclGroupStart(), "ncclGroupEnd");
+    if (first != ncclSuccess) return first;
+    for (const CollOp& op : ops) {
+      ncclResult_t r = runCoccl(op);
+      if (first == ncclSuccess) first = r;
+    }
+    ncclResult_t r = fromCoccl(cocclGroupEnd(), "ncclGroupEnd");
+    if (first == ncclSuccess) first = r;
+  }
+  for (const CollOp& op : deltas) {
     ncclResult_t r = runCoccl(op);
     if (first == ncclSuccess) first = r;
   }
-  ncclResult_t r = fromCoccl(cocclGroupEnd(), "ncclGroupEnd");
-  return first != ncclSuccess ? first : r;
+  return first;
 }
 
 ncclResult_t endGroup(ncclSimInfo_t* simInfo, const char* fn) {

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <functional>
+#include <list>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,19 @@ struct ConfigCopy {
   ncclConfig_t* get();                         // nullptr when absent
 };
 
+// The references of the weight-difference AllGather (delta.cc): one per (count, type, memory
+// kind) of a communicator, nranks x count elements at buf.
+struct DeltaRef {
+  size_t count;
+  ncclDataType_t type;
+  bool device;
+  void* buf;
+};
+struct DeltaRefs {
+  std::mutex m;
+  std::list<DeltaRef> refs;  // stable addresses
+};
+
 constexpr uint64_t kCommMagic = 0x636f63636c53484dull;  // "cocclSHM"
 
 }  // namespace shim
@@ -87,6 +102,7 @@ struct ncclComm {
   std::atomic<int> asyncError{ncclSuccess};  // sticky error; ncclInProgress until init is done
   std::atomic<bool> ready{false};
   std::atomic<bool> revoked{false};
+  shim::DeltaRefs deltas;  // the weight-difference AllGather's references (delta.cc)
 };
 
 namespace shim {
@@ -163,9 +179,18 @@ struct CollOp {
   ncclComm* comm;
   cudaStream_t stream;
   int peer = -1;
+  bool delta = false;  // AllGather: the weight-difference AllGather (delta.cc)
 };
 ncclResult_t runCoccl(const CollOp& op);
 ncclResult_t runReal(const CollOp& op);
 void queueCoccl(const CollOp& op);  // inside a group
+
+// The weight-difference AllGather (delta.cc): whether the policy asks it for this AllGather
+// (cocclCommQueryAllGatherDelta); running it (cocclAllGatherDelta against the communicator's
+// reference of this shape, then a copy of the reference to recvbuff: not inside a coccl group);
+// freeing the references (destroy, abort, a failed init).
+bool isDeltaAllGather(const CollOp& op);
+ncclResult_t runDeltaAllGather(const CollOp& op);
+void freeDeltaRefs(ncclComm* c);
 
 }  // namespace shim

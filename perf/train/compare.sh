@@ -26,6 +26,9 @@
 #   fp8_nohad_tp      fp8_ash_ds without the Hadamard transform (rotate=0: per-block absmax E4M3)
 #   int4_tp           TP all-reduces through the int4 plug-in (15 levels, block 128)
 #   int4_dp           DP gradient reduce-scatter (fp32) through int4
+#   int4_dp_wd        SDP4Bit's pair on one host: the DP gradient reduce-scatter through int4
+#                     and the parameter all-gather as a weight-difference AllGather through
+#                     int4 (perf/policy/dp-int4-wd.json, "delta": true)
 #   tah_pp            PP Send/Recv (activations and their gradients) through tah:row=512
 #                     (needs --pp 2 in TRAIN_ARGS; row = --dmodel)
 #   tp_fp8_pp_tah     the 3D demonstration: perf/policy/tp2-pp2.json picks fp8_ash_ds for the TP
@@ -61,6 +64,7 @@ spec() {
     fp8_nohad_tp) echo "1 1 COCCL_CODEC_ALLREDUCE=fp8_ash_ds:rotate=0" ;;
     int4_tp) echo "1 1 COCCL_CODEC_PLUGIN=$INT4 COCCL_CODEC_ALLREDUCE=int4" ;;
     int4_dp) echo "1 1 COCCL_CODEC_PLUGIN=$INT4 COCCL_CODEC_REDUCESCATTER=int4" ;;
+    int4_dp_wd) echo "1 1 COCCL_CODEC_PLUGIN=$INT4 COCCL_POLICY=$root/perf/policy/dp-int4-wd.json" ;;
     tah_pp) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_CODEC_SENDRECV=tah:row=512" ;;
     tp_fp8_pp_tah) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_POLICY=$root/perf/policy/tp2-pp2.json" ;;
     *) return 1 ;;

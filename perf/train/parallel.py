@@ -131,6 +131,10 @@ class ShardedAdamW:
             off += p.numel()
         lo = grid.dp_index * self.shard
         self.mine = slice(lo, lo + self.shard)
+        # This rank's shard of the weights, kept apart from the gathered copy `flat`: a lossy
+        # parameter all-gather (the shim's weight-difference AllGather, SDP4Bit's qWD) changes
+        # `flat` but never the weights the optimizer steps. Exact gathers keep them equal.
+        self.master = self.flat[self.mine].clone()
         self.decay = decay[self.mine].clone()
         self.m = torch.zeros(self.shard, device=dev)
         self.v = torch.zeros(self.shard, device=dev)
@@ -156,10 +160,12 @@ class ShardedAdamW:
         self.v.mul_(b2).addcmul_(g, g, value=1 - b2)
         mhat = self.m / (1 - b1 ** self.t)
         vhat = self.v / (1 - b2 ** self.t)
-        w = self.flat[self.mine]
+        w = self.master
         w.mul_(1 - lr * self.decay).addcdiv_(mhat, vhat.sqrt().add_(self.eps), value=-lr)
         if self.grid.dp > 1:
-            _all_gather(self.flat, w.clone(), self.grid.dp_group, self.gloo)
+            _all_gather(self.flat, w, self.grid.dp_group, self.gloo)
+        else:
+            self.flat[self.mine].copy_(w)
         with torch.no_grad():
             off = 0
             for p in self.params:
@@ -167,10 +173,11 @@ class ShardedAdamW:
                 off += p.numel()
 
     def state_dict(self):
-        return {"flat": self.flat, "m": self.m, "v": self.v, "t": self.t}
+        return {"flat": self.flat, "master": self.master, "m": self.m, "v": self.v, "t": self.t}
 
     def load_state_dict(self, s):
         self.flat.copy_(s["flat"])
+        self.master.copy_(s["master"] if "master" in s else self.flat[self.mine])
         self.m.copy_(s["m"])
         self.v.copy_(s["v"])
         self.t = s["t"]

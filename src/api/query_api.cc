@@ -78,6 +78,16 @@ COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_
   });
 }
 
+COCCL_API cocclResult_t cocclCommQueryAllGatherDelta(cocclComm_t comm, size_t sendcount,
+                                                     cocclDataType_t datatype, int* delta) {
+  return guarded(nullptr, "cocclCommQueryAllGatherDelta", [&] {
+    COCCL_CHECK_ARG(comm && delta, "comm or delta is NULL");
+    const CodecPolicy::Choice ch =
+        queryChoice(comm, cocclCollAllGather, sendcount, datatype, cocclSum);
+    *delta = ch.codec && ch.delta ? 1 : 0;
+  });
+}
+
 COCCL_API cocclResult_t cocclCommWorldRanks(cocclComm_t comm, int* worldRanks, int nranks) {
   return guarded(nullptr, "cocclCommWorldRanks", [&] {
     COCCL_CHECK_ARG(comm && worldRanks, "comm or worldRanks is NULL");

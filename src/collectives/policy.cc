@@ -98,7 +98,7 @@ CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, coccl
     // A two-level entry serves AllGather (and Send/Recv) with its intra codec alone.
     const bool twoLevel = e.inter && (kind == CollKind::AllReduce || kind == CollKind::ReduceScatter);
     return Choice{c, twoLevel ? e.inter.get() : nullptr, twoLevel ? e.hier.c_str() : c->name(),
-                  m.exact};
+                  m.exact, m.delta};
   }
   return Choice{};
 }
@@ -117,7 +117,8 @@ std::vector<std::string> CodecPolicy::describe() const {
                                        : std::string()) +
                   (r.match.exact != ExactPath::Default
                        ? std::string(" exact on ") + exactPathName(r.match.exact)
-                       : std::string()));
+                       : std::string()) +
+                  (r.match.delta ? " delta" : ""));
   return out;
 }
 

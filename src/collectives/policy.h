@@ -45,6 +45,9 @@ class CodecPolicy {
     const char* name = "none";     // what the statistics show: the codec's name or the hier spec
     // Uncompressed (codec nullptr): who runs it on device buffers, as the deciding rule asks.
     ExactPath exact = ExactPath::Default;
+    // Compressed AllGather: the deciding rule asks the NCCL shim for a weight-difference
+    // AllGather ("delta": docs/policy.md).
+    bool delta = false;
   };
   // The codec for this call. `bytes`: the whole message (logicalBytes of the request: all
   // ranks' blocks for ReduceScatter and AllGather); `count`: the request's count (elements of
@@ -73,7 +76,8 @@ class CodecPolicy {
   // The resolved policy, one line per rule (the same text on every rank of a communicator: it
   // is what init agrees on and what COCCL_DEBUG=INFO prints):
   //   "policy file PATH line L: allreduce dtype bfloat16 bytes [1M, inf): fp8_ash_ds from 64K"
-  //   "default: allreduce none from 64K" ...; a rule with "exact" ends " exact on nccl".
+  //   "default: allreduce none from 64K" ...; a rule with "exact" ends " exact on nccl", one
+  //   with "delta" " delta".
   std::vector<std::string> describe() const;
   // The members' world ranks the policy was resolved for (CommFacts::worldRanks).
   const std::vector<int>& worldRanks() const { return worldRanks_; }

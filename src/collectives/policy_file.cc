@@ -28,7 +28,7 @@ struct Where {
 };
 
 const char* const kRuleKeys =
-    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes, exact";
+    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes, exact, delta";
 
 struct CollName {
   const char* name;
@@ -167,7 +167,7 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
   PolicyRule r;
   r.line = v.line;
   const JsonValue* codec = nullptr;
-  int exactLine = 0;
+  int exactLine = 0, deltaLine = 0;
   for (size_t i = 0; i < v.members.size(); ++i) {
     const auto& [k, x] = v.members[i];
     if (k == "name") {
@@ -213,6 +213,11 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
                                                         : std::string(jsonKindName(x.kind))));
       r.exact = x.s == "nccl" ? ExactPath::Nccl : ExactPath::Coccl;
       exactLine = x.line;
+    } else if (k == "delta") {
+      if (x.kind != JsonValue::Bool)
+        w.fail(x.line, std::string("delta must be true or false, not ") + jsonKindName(x.kind));
+      r.delta = x.b;
+      deltaLine = x.line;
     } else {
       w.fail(v.keyLines[i], "unknown key \"" + k + "\" (a rule takes " + kRuleKeys + ")");
     }
@@ -222,6 +227,9 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
     w.fail(exactLine,
            "exact applies to the collectives (allreduce, reducescatter, allgather), "
            "not to sendrecv");
+  if (r.delta && r.colls != kPolicyAllGather)
+    w.fail(deltaLine, "delta applies to allgather alone: the rule's collective must be "
+                      "\"allgather\" (the NCCL shim's weight-difference all-gather)");
   // A two-level spec is for the reductions only: parse it as the first other collective asks.
   const Coll kind = (r.colls & kPolicyAllGather) ? Coll::AllGather
                     : (r.colls & kPolicySendRecv) ? Coll::Send
@@ -250,6 +258,8 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
       w.fail(codec->line, "codec " + r.entry.spec() + " encodes none of the rule's types: it "
                           "would never compress (use \"none\" for exact)");
   }
+  if (r.delta && !r.entry.codec)
+    w.fail(deltaLine, "delta needs a codec: with \"none\" the all-gather is exact anyway");
   if (r.minBytes >= 0 && static_cast<uint64_t>(r.minBytes) >= r.bytesBelow)
     w.fail(r.line, "min_bytes " + bytesText(static_cast<uint64_t>(r.minBytes)) +
                        " is not below bytes.below " + bytesText(r.bytesBelow) +

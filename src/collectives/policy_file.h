@@ -15,7 +15,10 @@
 //                 "min_bytes" (the threshold for this rule; absent: COCCL_COMPRESS_MIN_BYTES /
 //                 cocclConfig_t.compressMinBytes), "exact" ("nccl" or "coccl": who runs the
 //                 calls the rule leaves uncompressed on device buffers; absent: the
-//                 communicator's default, COCCL_DEVICE_EXACT; collectives only).
+//                 communicator's default, COCCL_DEVICE_EXACT; collectives only), "delta"
+//                 (true: the NCCL shim runs the AllGather calls the rule compresses as a
+//                 weight-difference AllGather against a reference it keeps; allgather rules
+//                 with a codec only; coccl's own cocclAllGather is not changed by it).
 // The first rule that matches a call decides it; the COCCL_CODEC* variables are the final
 // default rule. Every error is cocclInvalidArgument "policy file 'PATH' line L: ...".
 #pragma once
@@ -62,6 +65,7 @@ struct PolicyRule {
   PolicyEntry entry;
   int64_t minBytes = -1;  // -1: the communicator's threshold
   ExactPath exact = ExactPath::Default;  // "exact"
+  bool delta = false;                    // "delta" (allgather rules only)
 
   // Whether the communicator fields match. Throws cocclInvalidArgument when the rule asks for
   // members or stride and the world ranks are not distinct (not known: see docs/policy.md).

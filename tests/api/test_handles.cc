@@ -53,6 +53,8 @@ void expectEveryCallRejects(cocclComm_t dead) {
   cocclExactPath_t path = cocclExactDefault;
   EXPECT_EQ(cocclCommQueryExactPath(dead, cocclCollAllReduce, 4, cocclFloat32, cocclSum, &path),
             cocclInvalidArgument);
+  int delta = 0;
+  EXPECT_EQ(cocclCommQueryAllGatherDelta(dead, 4, cocclFloat32, &delta), cocclInvalidArgument);
   int world[1];
   EXPECT_EQ(cocclCommWorldRanks(dead, world, 1), cocclInvalidArgument);
   // The *Codec variants, with a live codec: the communicator decides.

@@ -135,6 +135,45 @@ TEST(QueryExactPath, AnswersWithTheDecidingRule) {
   unlink(path);
 }
 
+// cocclCommQueryAllGatherDelta: 1 where a "delta" rule compresses the AllGather, else 0; bad
+// arguments as cocclCommQueryCodec.
+TEST(QueryAllGatherDelta, AnswersWithTheDecidingRule) {
+  char path[] = "/tmp/coccl_query_delta_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = R"({"rules": [
+    {"collective": "allgather", "dtype": "float", "codec": "int8", "min_bytes": "1M",
+     "delta": true}]})";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  RunOptions o = policy("int8", 0);
+  o.config.policy = path;
+  runRanks(
+      2, Mode::Threads,
+      [](Rank& r) {
+        auto ask = [&](size_t count, cocclDataType_t dt = cocclFloat32) {
+          int d = -1;
+          EXPECT_EQ(cocclCommQueryAllGatherDelta(r.comm, count, dt, &d), cocclSuccess)
+              << lastError();
+          return d;
+        };
+        EXPECT_EQ(ask(1 << 18), 1);                 // 2 ranks x 1 MiB
+        EXPECT_EQ(ask(1 << 16), 0);                 // below the rule's min_bytes
+        EXPECT_EQ(ask(0), 0);
+        EXPECT_EQ(ask(1 << 18, cocclBfloat16), 0);  // the default rule: int8, no delta
+        if (r.rank != 0) return;
+        EXPECT_EQ(cocclCommQueryAllGatherDelta(r.comm, 1, cocclFloat32, nullptr),
+                  cocclInvalidArgument);
+        EXPECT_NE(lastError().find("NULL"), std::string::npos);
+        int d = 0;
+        EXPECT_EQ(cocclCommQueryAllGatherDelta(r.comm, 1, static_cast<cocclDataType_t>(12), &d),
+                  cocclInvalidArgument);
+        EXPECT_NE(lastError().find("data type 12"), std::string::npos);
+      },
+      o);
+  unlink(path);
+}
+
 TEST(QueryCodec, BadArguments) {
   runRanks(1, Mode::Threads, [](Rank& r) {
     int on = 0;

@@ -8,6 +8,9 @@
 //   Policy.*      COCCL_SHIM_NO_NCCL=1 COCCL_POLICY=policy_split_groups.json: Send/Recv and
 //                 split communicators compressed or forwarded as the policy file says.
 #include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
 
 #include "shim_test_util.h"
 
@@ -282,6 +285,117 @@ TEST(Policy, SendRecvAndSplitGroupsFollowThePolicyFile) {
     EXPECT_EQ(a.ncclCommDestroy(dp), ncclSuccess);
     EXPECT_EQ(a.ncclCommDestroy(tp), ncclSuccess);
   });
+}
+
+// A communicator named dp*: its rule asks the weight-difference AllGather ("delta": true). The
+// first call of a shape is exact; later ones quantize only the change since the previous call
+// (so their error is a fraction of that change, not of the weights), whatever recvbuff held
+// before (garbage, or in place); every rank gets the same bytes; a call inside a group too.
+TEST(Policy, AllGatherAsWeightDifference) {
+  if (launcherRankSet()) GTEST_SKIP() << "a launcher's RANK is set: the threads share it";
+  const int n = 4;
+  const size_t m = kCount / 4;  // a rank's shard
+  std::vector<std::vector<float>> got(n);
+  std::vector<float> all;        // every rank's current shard, concatenated
+  std::vector<double> step;      // the change of the last step, concatenated
+  std::vector<std::vector<float>> w(n);
+  for (int r = 0; r < n; ++r) w[r] = input(r, m);
+  auto concat = [&] {
+    all.clear();
+    for (int r = 0; r < n; ++r) all.insert(all.end(), w[r].begin(), w[r].end());
+  };
+  auto nudge = [&](int s) {  // an optimizer step: small changes of every weight
+    step.assign(m * n, 0.0);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < m; ++i) {
+        float d = 1e-3f * std::sin(0.37f * float(i + 1) * float(r + 2) + float(s));
+        float before = w[r][i];
+        w[r][i] = before + d;
+        step[r * m + i] = double(w[r][i]) - double(before);
+      }
+    concat();
+  };
+  auto l2 = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x * x;
+    return std::sqrt(s);
+  };
+  auto errL2 = [&](const std::vector<float>& g) {
+    double s = 0;
+    for (size_t i = 0; i < g.size(); ++i) s += (double(g[i]) - all[i]) * (double(g[i]) - all[i]);
+    return std::sqrt(s);
+  };
+  std::vector<double> errs(4, 0.0), steps(4, 0.0);
+  concat();
+  // The ranks (threads) meet between calls: rank 0 checks and changes the weights.
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, generation = 0;
+  auto meet = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    const int g = generation;
+    if (++arrived == n) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return generation != g; });
+    }
+  };
+  runRanks(n, [&](int r, ncclComm_t world) {
+    const Api& a = api();
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.commName = "dp0";
+    ncclComm_t dp = nullptr;
+    ASSERT_EQ(a.ncclCommSplit(world, 0, r, &dp, &cfg), ncclSuccess) << lastError();
+    got[r].assign(m * n, std::nanf(""));
+    // 1: the first call of this shape: exact.
+    ASSERT_EQ(a.ncclAllGather(w[r].data(), got[r].data(), m, ncclFloat32, dp, nullptr),
+              ncclSuccess) << lastError();
+    meet();
+    if (r == 0) errs[0] = errL2(got[0]);
+    for (int q = 1; q < n && r == 0; ++q) EXPECT_EQ(got[q], got[0]) << "rank " << q;
+    meet();
+    for (int s = 1; s <= 3; ++s) {
+      if (r == 0) {
+        nudge(s);
+        steps[s] = l2(step);
+      }
+      meet();
+      if (s == 1) {  // recvbuff holds garbage: not read
+        got[r].assign(m * n, std::nanf(""));
+        ASSERT_EQ(a.ncclAllGather(w[r].data(), got[r].data(), m, ncclFloat32, dp, nullptr),
+                  ncclSuccess) << lastError();
+      } else if (s == 2) {  // in place
+        std::copy(w[r].begin(), w[r].end(), got[r].begin() + r * m);
+        ASSERT_EQ(a.ncclAllGather(got[r].data() + r * m, got[r].data(), m, ncclFloat32, dp,
+                                  nullptr), ncclSuccess) << lastError();
+      } else {  // inside a group, beside a second shape (its own reference: first call, exact)
+        std::vector<float> small(2048 * n, 0.f), mine(w[r].begin(), w[r].begin() + 2048);
+        ASSERT_EQ(a.ncclGroupStart(), ncclSuccess);
+        ASSERT_EQ(a.ncclAllGather(w[r].data(), got[r].data(), m, ncclFloat32, dp, nullptr),
+                  ncclSuccess) << lastError();
+        ASSERT_EQ(a.ncclAllGather(mine.data(), small.data(), 2048, ncclFloat32, dp, nullptr),
+                  ncclSuccess) << lastError();
+        ASSERT_EQ(a.ncclGroupEnd(), ncclSuccess) << lastError();
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < 2048; ++i)
+            ASSERT_EQ(small[q * 2048 + i], w[q][i]) << "rank " << q << " element " << i;
+      }
+      meet();
+      if (r == 0) errs[s] = errL2(got[0]);
+      for (int q = 1; q < n && r == 0; ++q) EXPECT_EQ(got[q], got[0]) << "call " << s;
+      meet();
+    }
+    EXPECT_EQ(a.ncclCommDestroy(dp), ncclSuccess) << lastError();
+  });
+  EXPECT_EQ(errs[0], 0.0) << "the first call is exact";
+  for (int s = 1; s <= 3; ++s) {
+    // int8 (127 levels a block) of the change: a percent of the change at most, and far below
+    // what a gather of the weights themselves would lose (~1% of the weights, ~100x the change).
+    EXPECT_GT(errs[s], 0.0) << "call " << s << ": compressed";
+    EXPECT_LT(errs[s], 0.02 * steps[s]) << "call " << s;
+  }
 }
 
 // ---- COCCL_NCCL_LIBRARY=<a real libnccl.so.2>, no GPU ---------------------------------------

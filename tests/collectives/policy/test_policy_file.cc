@@ -189,6 +189,33 @@ TEST(PolicyFile, ExactPath) {
                "not to sendrecv");
 }
 
+// "delta": a boolean, on allgather rules with a codec only.
+TEST(PolicyFile, Delta) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"collective": "allgather", "dtype": "float", "codec": "int8", "delta": true},
+    {"collective": ["allgather"], "codec": "int8", "delta": false},
+    {"codec": "int8"}
+  ]})",
+                                       "p.json");
+  ASSERT_EQ(f.rules.size(), 3u);
+  EXPECT_TRUE(f.rules[0].delta);
+  EXPECT_FALSE(f.rules[1].delta);
+  EXPECT_FALSE(f.rules[2].delta);
+  auto rule = [](const std::string& body) {
+    return "{\"rules\": [\n{\"codec\": \"int8\",\n" + body + "}]}";
+  };
+  EXPECT_ERROR(rule("\"collective\": \"allgather\",\n\"delta\": 1"),
+               "line 4: delta must be true or false, not an integer");
+  EXPECT_ERROR(rule("\"delta\": true"),
+               "line 3: delta applies to allgather alone: the rule's collective must be "
+               "\"allgather\"");
+  EXPECT_ERROR(rule("\"collective\": [\"allgather\", \"reducescatter\"],\n\"delta\": true"),
+               "line 4: delta applies to allgather alone");
+  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"none\", \"collective\": \"allgather\",\n"
+               "\"delta\": true}]}",
+               "line 3: delta needs a codec");
+}
+
 TEST(PolicyFile, BadCodecSpecGivesTheSpecParsersMessage) {
   // The spec parser's own message follows the line.
   EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allreduce\",\n \"codec\": \"int8:blok=64\"}]}",

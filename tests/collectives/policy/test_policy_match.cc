@@ -179,6 +179,31 @@ TEST(PolicyMatch, ExactPathOfTheDecidingRule) {
   EXPECT_FALSE(CodecPolicy(defaults(), nullptr, comm("", {0, 1})).asksForNcclExact());
 }
 
+// A "delta" rule marks the AllGather calls it compresses (Choice::delta), and no other call:
+// not below its min_bytes, not a type its codec does not encode, not other rules' calls.
+TEST(PolicyMatch, DeltaOfTheDecidingRule) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"name": "dp*", "collective": "allgather", "codec": "int8", "delta": true, "min_bytes": "64K"}
+  ]})",
+                                       "p.json");
+  const CodecPolicy dp(defaults("int8"), &f, comm("dp0", {0, 1}));
+  auto choice = [](const CodecPolicy& p, Coll k, cocclDataType_t dt, size_t bytes) {
+    return p.choose(k, dt, cocclSum, bytes, bytes / dtypeSize(dt) / 2, nullptr);
+  };
+  EXPECT_TRUE(choice(dp, Coll::AllGather, cocclFloat32, 1 << 20).delta);
+  EXPECT_TRUE(choice(dp, Coll::AllGather, cocclBfloat16, 1 << 20).delta);
+  EXPECT_FALSE(choice(dp, Coll::AllGather, cocclFloat32, 4096).delta);     // below min_bytes
+  EXPECT_FALSE(choice(dp, Coll::AllGather, cocclInt32, 1 << 20).delta);    // not encoded
+  EXPECT_FALSE(choice(dp, Coll::ReduceScatter, cocclFloat32, 1 << 20).delta);  // default rule
+  EXPECT_NE(choice(dp, Coll::ReduceScatter, cocclFloat32, 1 << 20).codec, nullptr);
+  const CodecPolicy other(defaults("int8"), &f, comm("tp0", {0, 1}));
+  EXPECT_FALSE(choice(other, Coll::AllGather, cocclFloat32, 1 << 20).delta);
+  EXPECT_NE(choice(other, Coll::AllGather, cocclFloat32, 1 << 20).codec, nullptr);
+  const auto d = dp.describe();
+  ASSERT_GE(d.size(), 1u);
+  EXPECT_EQ(d[0].substr(d[0].size() - 14), "from 64K delta") << d[0];
+}
+
 TEST(PolicyMatch, DescribeListsTheRulesOfThisCommunicator) {
   const PolicyFile f = parsePolicyText(kFile, "p.json");
   const auto tp = CodecPolicy(defaults("int8"), &f, comm("tp0", {0, 1})).describe();
@@ -232,4 +257,18 @@ TEST(PolicyExample, ThreeDTraining) {
   }
   EXPECT_EQ(pick(pp, Coll::AllReduce, cocclBfloat16, 1 << 20), "none");
   EXPECT_EQ(pick(world, Coll::AllReduce, cocclBfloat16, 1 << 20), "none");
+}
+
+// perf/policy/dp-int4-wd.json (perf/train/compare.sh run int4_dp_wd): int4 gradients, and the
+// parameter all-gather as a weight-difference AllGather through int4.
+TEST(PolicyExample, DataParallelInt4WeightDifference) {
+  if (!getenv("COCCL_CODEC_PLUGIN")) GTEST_SKIP() << "run by the ctest policy_example";
+  ASSERT_EQ(loadEnvCodecPlugins(), "");
+  const PolicyFile f = loadPolicyFile(COCCL_SOURCE_DIR "/perf/policy/dp-int4-wd.json");
+  ASSERT_EQ(f.rules.size(), 2u);
+  const CodecPolicy dp(defaults(), &f, comm("", {1, 3}));
+  EXPECT_EQ(pick(dp, Coll::ReduceScatter, cocclFloat32, 4 << 20), "int4");
+  EXPECT_EQ(pick(dp, Coll::AllGather, cocclFloat32, 4 << 20), "int4");
+  EXPECT_TRUE(dp.choose(Coll::AllGather, cocclFloat32, cocclSum, 4 << 20, 1 << 19, nullptr).delta);
+  EXPECT_EQ(pick(dp, Coll::AllReduce, cocclBfloat16, 4 << 20), "none");  // TP: exact
 }
