@@ -8,8 +8,13 @@ exact result within the codec's error and for bitwise agreement across ranks; ev
 (broadcast, max, small messages, barrier, a new_group) must be exact.
 
 usage: torch_check.py --shim path/to/libnccl.so.2 [--codec fp8_ash_ds|int8|none] [--world 2]
+                      [--delta]
 The codec is read by the shim from COCCL_CODEC; --codec only sets the tolerance (and
-COCCL_CODEC when that is unset).
+COCCL_CODEC when that is unset). --delta (with a codec) also writes a policy file whose
+allgather rule says "delta": true (COCCL_POLICY; docs/policy.md) and checks the
+weight-difference all_gather_into_tensor: the first call of a shape exact, later ones within
+the codec's error of each step's change (far below its error of the weights), ranks bitwise
+alike, into a fresh buffer and in place.
 """
 import argparse
 import os
@@ -37,7 +42,43 @@ def fingerprint(t):
     return (bits.to(torch.int64) * w).sum().reshape(1)
 
 
-def worker(rank, world, port, shim, tol_lossy, results):
+def delta_checks(rank, world, dev, tol_lossy, failures, errors):
+    """The shim's weight-difference AllGather: a slowly drifting weight shard per rank."""
+    n = N // 2  # a shape of its own: its first call starts the shim's reference
+    # every rank's shard, made locally (the reference must not go through the shim)
+    gens = [torch.Generator(device=dev).manual_seed(3000 + r) for r in range(world)]
+    ws = [torch.randn(n, device=dev, generator=g) for g in gens]
+    out = torch.empty(world * n, device=dev)
+    for step in range(4):
+        if step:
+            for w, g in zip(ws, gens):
+                w += 1e-3 * torch.randn(n, device=dev, generator=g)
+        w = ws[rank]
+        if step == 2:  # in place
+            out[rank * n:(rank + 1) * n].copy_(w)
+            dist.all_gather_into_tensor(out, out[rank * n:(rank + 1) * n])
+        else:
+            out = torch.full((world * n,), float("nan"), device=dev)  # garbage is never read
+            dist.all_gather_into_tensor(out, w)
+        want = torch.cat([x.double() for x in ws])
+        err = (out.double() - want).norm().item()
+        name = f"delta all_gather step {step}"
+        if step == 0:
+            errors[name] = err
+            if err != 0.0:
+                failures.append(f"{name}: the first call is not exact (|err| {err:.3g})")
+        else:
+            change = 1e-3 * (world * n) ** 0.5  # |change| of the concatenated shards
+            errors[name] = err / change
+            if not 0 < err <= tol_lossy * change:
+                failures.append(f"{name}: |err| / |change| {err / change:.4g} not in (0, {tol_lossy}]")
+        fps = [torch.empty(1, dtype=torch.int64, device=dev) for _ in range(world)]
+        dist.all_gather(fps, fingerprint(out))
+        if any(f.item() != fps[0].item() for f in fps):
+            failures.append(f"{name}: ranks disagree")
+
+
+def worker(rank, world, port, shim, tol_lossy, results, delta=False):
     os.environ["NCCL_HOSTID"] = f"torch-check-host{rank}"
     torch.cuda.set_device(0)
     dev = torch.device("cuda", 0)
@@ -106,6 +147,8 @@ def worker(rank, world, port, shim, tol_lossy, results):
             req.wait()
         errors[f"send/recv {dtype}"] = check(f"send/recv {dtype}", got,
                                              xs[(rank + world - 1) % world].double(), lossy)
+    if delta:
+        delta_checks(rank, world, dev, tol_lossy, failures, errors)
     dist.barrier()
     # a subgroup (split from the default communicator when PyTorch can)
     g = dist.new_group(ranks=list(range(world)))
@@ -124,6 +167,8 @@ def main():
     ap.add_argument("--shim", default="", help="libnccl.so.2 to LD_PRELOAD ('' = plain NCCL)")
     ap.add_argument("--codec", default=os.environ.get("COCCL_CODEC") or "none")
     ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--delta", action="store_true",
+                    help="also check the weight-difference all-gather (writes COCCL_POLICY)")
     args = ap.parse_args()
     codec = args.codec.split(":")[0]
     if args.codec != "none" and not os.environ.get("COCCL_CODEC"):
@@ -131,6 +176,16 @@ def main():
     if not args.shim:
         codec = "none"
     tol = TOLERANCE.get(codec, 0.06)
+    if args.delta:
+        if tol == 0:
+            print("FAILED: --delta needs --shim and a codec")
+            return 1
+        import tempfile
+        policy = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        policy.write('{"rules": [{"collective": "allgather", "dtype": "float", "codec": "%s", '
+                     '"delta": true}]}' % args.codec)
+        policy.close()
+        os.environ["COCCL_POLICY"] = policy.name
     if args.shim:
         os.environ["LD_PRELOAD"] = os.path.realpath(args.shim)  # for the spawned processes
     for var, val in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
@@ -143,7 +198,8 @@ def main():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     results = mp.Manager().dict()
-    mp.spawn(worker, args=(args.world, port, args.shim, tol, results), nprocs=args.world)
+    mp.spawn(worker, args=(args.world, port, args.shim, tol, results, args.delta),
+             nprocs=args.world)
     ok = True
     for rank in sorted(results.keys()):
         failures, errors, version = results[rank]

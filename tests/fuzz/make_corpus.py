@@ -94,6 +94,8 @@ policies = {
     "dup_key": '{"rules": [{"codec": "int8", "codec": "none"}]}',
     "bad_bytes": '{"rules": [{"bytes": {"from": "1M", "below": "64K"}, "codec": "int8"}]}',
     "deep": '[' * 40,
+    "delta": '{"rules": [{"collective": "allgather", "dtype": "float", "codec": "int8", "delta": true},\n'
+             '{"collective": "reducescatter", "codec": "int8", "delta": true}]}',
 }
 for name, text in policies.items():
     write("fuzz_policy_file", name, text.encode())

@@ -26,6 +26,10 @@
 #             buffers, 4 processes as 2 nodes of 2 over COCCL_DEVICE_TRANSPORT=nccl, bf16, 4 MiB ..
 #             64 MiB, checked (-c 1): NCCL's own (--codec none), flat int4, two levels one piece
 #             at a time and pipelined (COCCL_TWO_LEVEL_PIPELINE=0|1) side by side
+#   shim_torch PyTorch through the shim (nccl-tests-shim/torch_check.py, 2 processes): int8 on
+#             every collective and the weight-difference all_gather (--delta: a policy rule's
+#             "delta": true; first call exact, then within 2% of each step's change, in place,
+#             ranks bitwise alike)
 #   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
 #             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
 #             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
@@ -317,6 +321,22 @@ if has kbench_plugins; then
   else
     log "kbench_plugins: no kernel_bench, libcoccl-codec-int4.so or libcoccl-codec-tah.so under $BDIR"
     status=1
+  fi
+fi
+
+# ---- PyTorch through the shim, with the weight-difference all-gather ---------------------------
+if has shim_torch; then
+  SHIM_LIB=$(find "$BDIR" -name 'libnccl.so.2' -path '*nccl-tests-shim*' | head -1)
+  if [ -z "$SHIM_LIB" ] || ! python3 -c "import torch" 2>/dev/null; then
+    log "shim_torch: no libnccl.so.2 under $BDIR (COCCL_BUILD_SHIM) or no PyTorch"
+    status=1
+  else
+    timeout 300 python3 nccl-tests-shim/torch_check.py --shim "$SHIM_LIB" --codec int8 --delta \
+      > "$OUT/shim_torch.log" 2>&1
+    rc=$?
+    log "shim_torch (int8, --delta) exit $rc: $(tail -1 "$OUT/shim_torch.log")"
+    [ $rc -ne 0 ] && status=1
+    grep -E "^rank|FAIL|NOTE" "$OUT/shim_torch.log" | head -20 >> "$SUMMARY"
   fi
 fi
 
