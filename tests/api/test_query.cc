@@ -33,6 +33,17 @@ Answer query(cocclComm_t comm, cocclCollKind_t coll, size_t count, cocclDataType
   return a;
 }
 
+// A policy file with `text` under /tmp (the caller unlinks it); "" if it cannot be written.
+std::string writePolicy(const std::string& text) {
+  char path[] = "/tmp/coccl_query_policy_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "";
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!ok) unlink(path);
+  return ok ? path : "";
+}
+
 RunOptions policy(const char* codec, long long minBytes) {
   RunOptions o;
   o.config = configWithTimeout(30000);
@@ -92,16 +103,12 @@ TEST(QueryCodec, MatchesWhatTheCollectiveDoes) {
 // cocclCommQueryExactPath: the deciding rule's "exact", cocclExactDefault where no rule says,
 // for compressed calls, count 0 and Send/Recv; bad arguments as cocclCommQueryCodec.
 TEST(QueryExactPath, AnswersWithTheDecidingRule) {
-  char path[] = "/tmp/coccl_query_exact_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = R"({"rules": [
+  const std::string path = writePolicy(R"({"rules": [
     {"collective": "allreduce", "bytes": {"below": "64K"}, "codec": "none", "exact": "coccl"},
-    {"collective": "allreduce", "codec": "int8", "min_bytes": "1M", "exact": "nccl"}]})";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
+    {"collective": "allreduce", "codec": "int8", "min_bytes": "1M", "exact": "nccl"}]})");
+  ASSERT_FALSE(path.empty());
   RunOptions o = policy("none", 0);
-  o.config.policy = path;
+  o.config.policy = path.c_str();
   runRanks(
       2, Mode::Threads,
       [](Rank& r) {
@@ -132,22 +139,18 @@ TEST(QueryExactPath, AnswersWithTheDecidingRule) {
         EXPECT_NE(lastError().find("data type 12"), std::string::npos);
       },
       o);
-  unlink(path);
+  unlink(path.c_str());
 }
 
 // cocclCommQueryAllGatherDelta: 1 where a "delta" rule compresses the AllGather, else 0; bad
 // arguments as cocclCommQueryCodec.
 TEST(QueryAllGatherDelta, AnswersWithTheDecidingRule) {
-  char path[] = "/tmp/coccl_query_delta_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = R"({"rules": [
+  const std::string path = writePolicy(R"({"rules": [
     {"collective": "allgather", "dtype": "float", "codec": "int8", "min_bytes": "1M",
-     "delta": true}]})";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
+     "delta": true}]})");
+  ASSERT_FALSE(path.empty());
   RunOptions o = policy("int8", 0);
-  o.config.policy = path;
+  o.config.policy = path.c_str();
   runRanks(
       2, Mode::Threads,
       [](Rank& r) {
@@ -171,7 +174,7 @@ TEST(QueryAllGatherDelta, AnswersWithTheDecidingRule) {
         EXPECT_NE(lastError().find("data type 12"), std::string::npos);
       },
       o);
-  unlink(path);
+  unlink(path.c_str());
 }
 
 TEST(QueryCodec, BadArguments) {
