@@ -438,6 +438,7 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
  * gathered, and every rank, the owner included, adds each decoded difference to its copy:
  *   d    = fp32(sendbuff[i]) - fp32(recvbuff[rank*sendcount + i])     (on each rank)
  *   recvbuff[j*sendcount + i] = T(fp32(recvbuff[j*sendcount + i]) + decode(encode(d_j))[i])
+ * (a previous value that is not finite: see "Non-finite values" below)
  * one fp32 subtraction and one fp32 addition, rounded to nearest even (then to T = fp32, fp16,
  * bf16), element by element, the same on every rank and on host and device buffers: every
  * rank ends with bitwise identical recvbuff (the owner adds the decoded value of its own
@@ -452,19 +453,22 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
  * fp16 / bf16), the call is a plain exact cocclAllGather: recvbuff's old contents are ignored
  * and it receives every rank's sendbuff bit for bit. "First call" is the caller's to say: pass
  * COCCL_DELTA_RESET on the first call (recvbuff is then not read) and whenever the weights were
- * changed other than through this call (a checkpoint load, a non-finite value to clear).
+ * changed other than through this call (a checkpoint load).
  * Without it recvbuff must hold the previous call's result.
  *
  * Codec: `codec`, or COCCL_CODEC_POLICY for the communicator's ALLGATHER entry
  * (codecAllGather / COCCL_CODEC_ALLGATHER, else codec / COCCL_CODEC) under the same size
  * threshold as cocclAllGather. Device buffers need a codec with device operations
  * (COCCL_CODEC_CAP_DEVICE, e.g. int8, fp8_ash_ds, int4): else cocclInvalidUsage.
- * Non-finite values follow the two fp32 operations: a non-finite new value or difference is
- * encoded as the codec encodes it (int8, fp8_ash_ds and int4 send NaN / +-Inf at their
- * positions in a RAW block, whose finite neighbours then get a coarser step for this call), so
- * a weight that becomes +-Inf or NaN arrives as such; a weight that is already +-Inf gives
- * Inf - Inf = NaN on the next call. Clear it with a COCCL_DELTA_RESET call. A difference that
- * overflows fp32 (|new - prev| > 3.4e38) is +-Inf.
+ * Non-finite values: a non-finite new value or difference is encoded as the codec encodes it
+ * (int8, fp8_ash_ds and int4 send NaN / +-Inf at their positions in a RAW block, whose finite
+ * neighbours then get a coarser step for this call), so a weight that becomes +-Inf or NaN
+ * arrives as such; a difference that overflows fp32 (|new - prev| > 3.4e38) is +-Inf and
+ * arrives as +-Inf. Where the previous value (recvbuff's element) is not finite, the call
+ * sends the new value itself instead of a difference and stores its decoded value:
+ *   d = fp32(sendbuff[i]),  recvbuff[j*sendcount + i] = T(decode(encode(d_j))[i])
+ * so such an element takes the new value at the next call (within the codec's bound of it, in
+ * a block whose step that value may coarsen for this call) instead of staying NaN.
  * Agreement: every call first sends each peer a 128-byte header (flags, count, datatype,
  * memory kind, codec and its format version, payload bytes) over the host transport, and every
  * rank checks all headers before any payload moves: ranks that disagree on the reset flag,

@@ -11,18 +11,20 @@
 // call of that shape (which is exact: COCCL_DELTA_RESET) in the memory of recvbuff's kind
 // (device: cuMemAlloc of the driver the process has loaded, on the calling thread's current
 // context; host: malloc), nranks x count elements, freed when the communicator is destroyed
-// or aborted. Every rank makes the same calls in the same order, so every rank makes, resets
-// and updates the same references. A program that gathers several different tensors of one
-// shape through one communicator shares one reference among them: each call is then a
-// compressed gather of the difference between those tensors (still within the codec's bound
-// of that difference, but with little gain).
+// or aborted and no call still uses them. A call that fails drops every reference of the
+// communicator on every rank (each gets the error), so the next call of each shape starts
+// again with an exact one, alike on every rank. Every
+// rank makes the same calls in the same order, so every rank makes, resets and updates the
+// same references. On the device, a call on another stream than the previous call of its shape
+// first waits for that call's copy (an event), so the reference is never updated under a copy
+// still reading it.
 #include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <list>
 #include <mutex>
+#include <type_traits>
 
 #include "shim.h"
 
@@ -35,19 +37,29 @@ struct Driver {
   int (*memAlloc)(unsigned long long*, size_t) = nullptr;  // cuMemAlloc_v2
   int (*memFree)(unsigned long long) = nullptr;            // cuMemFree_v2
   int (*memcpyAsync)(unsigned long long, unsigned long long, size_t, void*) = nullptr;
+  int (*eventCreate)(void**, unsigned) = nullptr;          // cuEventCreate
+  int (*eventDestroy)(void*) = nullptr;                    // cuEventDestroy_v2
+  int (*eventRecord)(void*, void*) = nullptr;              // cuEventRecord
+  int (*streamWaitEvent)(void*, void*, unsigned) = nullptr;  // cuStreamWaitEvent
 };
 
 const Driver* driver() {
   static Driver d;
+  static bool ok = false;
   static std::once_flag once;
   std::call_once(once, [] {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h) return;
-    d.memAlloc = reinterpret_cast<decltype(d.memAlloc)>(dlsym(h, "cuMemAlloc_v2"));
-    d.memFree = reinterpret_cast<decltype(d.memFree)>(dlsym(h, "cuMemFree_v2"));
-    d.memcpyAsync = reinterpret_cast<decltype(d.memcpyAsync)>(dlsym(h, "cuMemcpyAsync"));
+    auto sym = [h](const char* name, auto* fn) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(h, name));
+      return *fn != nullptr;
+    };
+    ok = sym("cuMemAlloc_v2", &d.memAlloc) && sym("cuMemFree_v2", &d.memFree) &&
+         sym("cuMemcpyAsync", &d.memcpyAsync) && sym("cuEventCreate", &d.eventCreate) &&
+         sym("cuEventDestroy_v2", &d.eventDestroy) && sym("cuEventRecord", &d.eventRecord) &&
+         sym("cuStreamWaitEvent", &d.streamWaitEvent);
   });
-  return d.memAlloc && d.memFree && d.memcpyAsync ? &d : nullptr;
+  return ok ? &d : nullptr;
 }
 
 size_t elemSize(ncclDataType_t t) {
@@ -58,26 +70,33 @@ size_t elemSize(ncclDataType_t t) {
   }
 }
 
-// Frees a reference's memory (cuMemFree waits for work that still uses it).
-void release(const DeltaRef& r) {
-  if (!r.device) {
-    std::free(r.buf);
-  } else if (const Driver* d = driver()) {
-    d->memFree(reinterpret_cast<uintptr_t>(r.buf));
-  }
-}
-
-void freeRef(ncclComm* c, const DeltaRef* ref) {
+// Drops every reference of the communicator (the calls holding one keep it until they return).
+// After a failed call the ranks' sets may differ (ranks that passed different shapes hold
+// different ones), and every rank got an error: dropping all of them on every rank makes the
+// next call of each shape exact, and alike, everywhere.
+void dropRefs(ncclComm* c) {
+  std::vector<DeltaRef> refs;
   std::lock_guard<std::mutex> lock(c->deltas.m);
-  for (auto it = c->deltas.refs.begin(); it != c->deltas.refs.end(); ++it)
-    if (&*it == ref) {
-      release(*it);
-      c->deltas.refs.erase(it);
-      return;
-    }
+  refs.swap(c->deltas.refs);
 }
 
 }  // namespace
+
+struct DeltaMem {
+  bool device = false;
+  void* buf = nullptr;
+  void* event = nullptr;          // device: recorded after each call's copy
+  cudaStream_t stream = nullptr;  // device: the stream of the last call
+  bool used = false;
+  ~DeltaMem() {
+    if (!device) {
+      std::free(buf);
+    } else if (const Driver* d = driver()) {
+      if (event) d->eventDestroy(event);
+      if (buf) d->memFree(reinterpret_cast<uintptr_t>(buf));  // waits for work that uses it
+    }
+  }
+};
 
 bool isDeltaAllGather(const CollOp& o) {
   if (o.kind != Coll::AllGather || !o.comm->coccl) return false;
@@ -96,62 +115,65 @@ ncclResult_t runDeltaAllGather(const CollOp& o) {
   const bool device = isDeviceMemory(o.recv);
   const Driver* drv = device ? driver() : nullptr;
   if (device && !drv)
-    return fail(ncclSystemError, "ncclAllGather (delta): the CUDA driver's cuMemAlloc_v2, "
-                                 "cuMemFree_v2 or cuMemcpyAsync is not in the process");
-  DeltaRef* ref = nullptr;
+    return fail(ncclSystemError, "ncclAllGather (delta): the CUDA driver's memory, copy or "
+                                 "event functions are not in the process");
+  std::shared_ptr<DeltaMem> mem;
   bool fresh = false;
   {
     std::lock_guard<std::mutex> lock(c->deltas.m);
-    for (DeltaRef& r : c->deltas.refs)
-      if (r.count == o.count && r.type == o.type && r.device == device) ref = &r;
-    if (!ref) {
-      void* buf = nullptr;
+    for (const DeltaRef& r : c->deltas.refs)
+      if (r.count == o.count && r.type == o.type && r.device == device) mem = r.mem;
+    if (!mem) {
+      auto m = std::make_shared<DeltaMem>();
+      m->device = device;
       if (device) {
         unsigned long long p = 0;
         if (drv->memAlloc(&p, bytes) != 0)
           return fail(ncclSystemError,
                       "ncclAllGather (delta): cannot allocate the reference of %zu bytes on the "
                       "device", bytes);
-        buf = reinterpret_cast<void*>(static_cast<uintptr_t>(p));
-      } else if (!(buf = std::malloc(bytes))) {
+        m->buf = reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+        const unsigned kDisableTiming = 0x2;  // CU_EVENT_DISABLE_TIMING
+        if (drv->eventCreate(&m->event, kDisableTiming) != 0)
+          return fail(ncclSystemError, "ncclAllGather (delta): cuEventCreate failed");
+      } else if (!(m->buf = std::malloc(bytes))) {
         return fail(ncclSystemError,
                     "ncclAllGather (delta): cannot allocate the reference of %zu bytes", bytes);
       }
-      c->deltas.refs.push_back(DeltaRef{o.count, o.type, device, buf});
-      ref = &c->deltas.refs.back();
+      c->deltas.refs.push_back(DeltaRef{o.count, o.type, device, m});
+      mem = m;
       fresh = true;
       logf(2, "ncclAllGather (delta): a reference of %zu elements of type %d (%zu bytes, %s) "
               "for rank %d of %d", o.count * static_cast<size_t>(c->nranks), o.type, bytes,
            device ? "device" : "host", c->rank, c->nranks);
     }
   }
+  // The previous call's copy from the reference was on another stream: wait for it.
+  if (device && mem->used && mem->stream != o.stream &&
+      drv->streamWaitEvent(o.stream, mem->event, 0) != 0) {
+    dropRefs(c);
+    return fail(ncclUnhandledCudaError, "ncclAllGather (delta): cuStreamWaitEvent failed");
+  }
   ncclResult_t r = fromCoccl(
-      cocclAllGatherDelta(o.send, ref->buf, o.count, static_cast<cocclDataType_t>(o.type),
+      cocclAllGatherDelta(o.send, mem->buf, o.count, static_cast<cocclDataType_t>(o.type),
                           nullptr, fresh ? COCCL_DELTA_RESET : 0u, c->coccl, o.stream),
       "ncclAllGather");
+  if (r == ncclSuccess && device &&
+      (drv->memcpyAsync(reinterpret_cast<uintptr_t>(o.recv), reinterpret_cast<uintptr_t>(mem->buf),
+                        bytes, o.stream) != 0 ||
+       drv->eventRecord(mem->event, o.stream) != 0))
+    r = fail(ncclUnhandledCudaError, "ncclAllGather (delta): the copy of %zu bytes from the "
+                                     "reference failed", bytes);
   if (r != ncclSuccess) {
-    // A failed first call leaves the reference unset: the next call makes and resets it anew.
-    if (fresh) freeRef(c, ref);
+    dropRefs(c);
     return r;
   }
-  if (device) {
-    if (drv->memcpyAsync(reinterpret_cast<uintptr_t>(o.recv), reinterpret_cast<uintptr_t>(ref->buf),
-                         bytes, o.stream) != 0)
-      return fail(ncclUnhandledCudaError, "ncclAllGather (delta): cuMemcpyAsync of %zu bytes "
-                                          "from the reference failed", bytes);
-  } else {
-    std::memcpy(o.recv, ref->buf, bytes);  // host calls are complete when coccl returns
-  }
+  if (!device) std::memcpy(o.recv, mem->buf, bytes);  // host calls are complete on return
+  mem->stream = o.stream;
+  mem->used = true;
   return ncclSuccess;
 }
 
-void freeDeltaRefs(ncclComm* c) {
-  std::list<DeltaRef> refs;
-  {
-    std::lock_guard<std::mutex> lock(c->deltas.m);
-    refs.swap(c->deltas.refs);
-  }
-  for (const DeltaRef& r : refs) release(r);
-}
+void freeDeltaRefs(ncclComm* c) { dropRefs(c); }
 
 }  // namespace shim

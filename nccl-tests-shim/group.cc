@@ -5,8 +5,10 @@
 //      into it and lets the real NCCL simulate it: nothing runs, as NCCL's contract says),
 //   2. creates the communicators whose init/split was called inside the group (concurrently,
 //      one thread each on its device, when there are several: nccl-tests inits its GPUs so),
-//   3. runs the queued compressed calls inside one coccl group.
+//   3. runs the queued compressed calls inside one coccl group, then the queued
+//      weight-difference AllGathers (delta.cc), a thread per communicator when there are several.
 // Every rank ends its groups in this order, so the two libraries never wait on each other.
+#include <algorithm>
 #include <thread>
 
 #include "shim.h"
@@ -53,9 +55,46 @@ ncclResult_t runInits(std::vector<Deferred>& inits) {
   return first;
 }
 
-// The queued calls in one coccl group; then the weight-difference AllGathers, one at a time
-// after it (each copies its reference to recvbuff after its gather: that cannot be inside a
-// coccl group, which runs the gather at its end). Every rank runs them in the same order.
+// The weight-difference AllGathers of a group (delta.cc): each blocks its thread until every
+// rank of its communicator has posted it, so the calls of each communicator run on a thread of
+// their own (one thread may drive several ranks, and ranks may queue communicators in other
+// orders), one after another in the order queued.
+ncclResult_t runDeltaOps(const std::vector<CollOp>& deltas) {
+  std::vector<ncclComm*> comms;
+  for (const CollOp& op : deltas)
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  std::vector<ncclResult_t> rs(comms.size(), ncclSuccess);
+  auto runComm = [&](size_t k) {
+    for (const CollOp& op : deltas)
+      if (op.comm == comms[k]) {
+        ncclResult_t r = runCoccl(op);
+        if (rs[k] == ncclSuccess) rs[k] = r;
+      }
+  };
+  if (comms.size() == 1) {
+    runComm(0);
+  } else {
+    const int dev = currentDevice();
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < comms.size(); ++k)
+      threads.emplace_back([&, k] {
+        const int d = comms[k]->cudaDev >= 0 ? comms[k]->cudaDev : dev;
+        if (!setDevice(d)) {
+          rs[k] = fail(ncclUnhandledCudaError, "ncclGroupEnd: cannot set device %d", d);
+          return;
+        }
+        runComm(k);
+      });
+    for (auto& t : threads) t.join();
+  }
+  for (ncclResult_t r : rs)
+    if (r != ncclSuccess) return r;
+  return ncclSuccess;
+}
+
+// The queued calls in one coccl group; then the weight-difference AllGathers (runDeltaOps:
+// each copies its reference to recvbuff after its gather, which cannot be inside a coccl group,
+// which runs the gather at its end). Every rank runs them in the same order.
 ncclResult_t runCocclOps(const std::vector<CollOp>& all) {
   std::vector<CollOp> ops, deltas;
   for (const CollOp& op : all) (op.delta ? deltas : ops).push_back(op);
@@ -64,19 +103,17 @@ ncclResult_t runCocclOps(const std::vector<CollOp>& all) {
     first = runCoccl(ops[0]);
   } else if (!ops.empty()) {
     first = fromCoccl(cocclGroupStart(), "ncclGroupEnd");
-    if (first != ncclSuccess) return first;
-    for (const CollOp& op : ops) {
-      ncclResult_t r = runCoccl(op);
+    if (first == ncclSuccess) {
+      for (const CollOp& op : ops) {
+        ncclResult_t r = runCoccl(op);
+        if (first == ncclSuccess) first = r;
+      }
+      ncclResult_t r = fromCoccl(cocclGroupEnd(), "ncclGroupEnd");
       if (first == ncclSuccess) first = r;
     }
-    ncclResult_t r = fromCoccl(cocclGroupEnd(), "ncclGroupEnd");
-    if (first == ncclSuccess) first = r;
   }
-  for (const CollOp& op : deltas) {
-    ncclResult_t r = runCoccl(op);
-    if (first == ncclSuccess) first = r;
-  }
-  return first;
+  ncclResult_t r = deltas.empty() ? ncclSuccess : runDeltaOps(deltas);
+  return first != ncclSuccess ? first : r;
 }
 
 ncclResult_t endGroup(ncclSimInfo_t* simInfo, const char* fn) {

@@ -7,7 +7,7 @@
 
 #include <atomic>
 #include <functional>
-#include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -73,16 +73,18 @@ struct ConfigCopy {
 };
 
 // The references of the weight-difference AllGather (delta.cc): one per (count, type, memory
-// kind) of a communicator, nranks x count elements at buf.
+// kind) of a communicator. A call holds its own share of the reference, so an abort from
+// another thread (PyTorch's watchdog) only drops the communicator's.
+struct DeltaMem;  // the buffer (nranks x count elements) and, on the device, its last-use event
 struct DeltaRef {
   size_t count;
   ncclDataType_t type;
   bool device;
-  void* buf;
+  std::shared_ptr<DeltaMem> mem;
 };
 struct DeltaRefs {
   std::mutex m;
-  std::list<DeltaRef> refs;  // stable addresses
+  std::vector<DeltaRef> refs;
 };
 
 constexpr uint64_t kCommMagic = 0x636f63636c53484dull;  // "cocclSHM"

@@ -3,6 +3,10 @@
 // (src/collectives/delta/delta_kernels.cu) so that both give the same bits:
 //   encode side:  d   = fp32(next) - fp32(prev)          (one fp32 subtraction, RNE)
 //   decode side:  out = T(fp32(prev) + decoded)           (one fp32 addition, RNE, then RNE to T)
+// except where prev is not finite (+-Inf, NaN: a weight that was, or overflowed to, a
+// non-finite value): there d = fp32(next) and out = T(decoded), so such an element takes the new
+// value at the next call instead of staying NaN (Inf - Inf) until a reset. Every rank holds the
+// same prev, so every rank applies the same form.
 // with T the element type (fp32, fp16, bf16; 16-bit values convert to fp32 exactly) and
 // `decoded` the codec's fp32 decode of the payload of d. IEEE arithmetic throughout: no fused
 // multiply-add (there is none to fuse), NaN and +-Inf propagate as the fp32 operations say.
@@ -34,16 +38,21 @@ COCCL_HD void deltaStore(void* p, size_t i, float v) {
     static_cast<uint16_t*>(p)[i] = kType == cocclBfloat16 ? floatToBf16(v) : floatToFp16(v);
 }
 
-// d = next - prev in fp32 (what is encoded).
+// Whether fp32 v is finite (its exponent bits are not all ones).
+COCCL_HD bool deltaFinite(float v) { return (floatBits(v) & 0x7f800000u) != 0x7f800000u; }
+
+// d = next - prev in fp32 (what is encoded); next itself where prev is not finite.
 template <int kType>
 COCCL_HD float deltaDiff(const void* next, const void* prev, size_t i) {
-  return subRn(deltaLoad<kType>(next, i), deltaLoad<kType>(prev, i));
+  const float p = deltaLoad<kType>(prev, i), x = deltaLoad<kType>(next, i);
+  return deltaFinite(p) ? subRn(x, p) : x;
 }
 
-// out[i] = T(out[i] + decoded) (out holds prev on entry).
+// out[i] = T(out[i] + decoded) (out holds prev on entry); T(decoded) where prev is not finite.
 template <int kType>
 COCCL_HD void deltaApply(void* out, size_t i, float decoded) {
-  deltaStore<kType>(out, i, addRn(deltaLoad<kType>(out, i), decoded));
+  const float p = deltaLoad<kType>(out, i);
+  deltaStore<kType>(out, i, deltaFinite(p) ? addRn(p, decoded) : decoded);
 }
 
 }  // namespace kmath

@@ -173,8 +173,9 @@ TEST(HostDelta, PolicyCodecAndExactWithoutCodec) {
   }
 }
 
-// Non-finite values follow the fp32 rule: +Inf / NaN arrive at their positions (the codecs'
-// RAW blocks), an Inf that stays gives Inf - Inf = NaN next call, a reset clears it.
+// Non-finite values: +Inf / NaN arrive at their positions (the codecs' RAW blocks); an element
+// whose previous value is not finite takes the new value (an Inf that stays stays Inf, a NaN
+// that turns finite heals without a reset); a reset also clears them.
 TEST(HostDelta, NonFiniteValuesFollowTheRule) {
   setupEnv();
   const int p = 2;
@@ -204,9 +205,22 @@ TEST(HostDelta, NonFiniteValuesFollowTheRule) {
           ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
                                         r.comm, nullptr),
                     cocclSuccess);
-          EXPECT_TRUE(std::isnan(out[r.rank * n + 5])) << spec << ": Inf - Inf";
+          // A non-finite previous value takes the new value, not Inf - Inf = NaN.
+          for (int q = 0; q < p; ++q) {
+            EXPECT_EQ(out[q * n + 5], INFINITY) << spec << ": Inf stays Inf";
+            EXPECT_TRUE(std::isnan(out[q * n + 300])) << spec;
+          }
           send[5] = 1.0f;
           send[300] = 2.0f;
+          ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c, 0u,
+                                        r.comm, nullptr),
+                    cocclSuccess);
+          for (int q = 0; q < p; ++q) {
+            // within the codec's step of the block's largest |d| (2.0 and the small differences)
+            EXPECT_NEAR(out[q * n + 5], 1.0f, 0.1f) << spec << ": healed without a reset";
+            EXPECT_NEAR(out[q * n + 300], 2.0f, 0.2f) << spec << ": healed without a reset";
+            EXPECT_TRUE(std::isfinite(out[q * n + 6])) << spec;
+          }
           ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
                                         COCCL_DELTA_RESET, r.comm, nullptr),
                     cocclSuccess);

@@ -80,7 +80,8 @@ void deviceMatchesHost(Rank& r, const char* algoPrefix) {
         for (int t = 0; t <= 6; ++t) {
           if (t > 0)
             for (double& x : w) x += 0.01 * nd(rng);
-          if (t == 3) w[n / 2] = INFINITY;  // a RAW block, then Inf - Inf = NaN
+          if (t == 3) w[n / 2] = INFINITY;  // a RAW block, then a non-finite previous value
+          if (t == 5) w[n / 2] = 0.5;       // healed: the new value, not Inf - Inf
           for (size_t i = 0; i < n; ++i) setElem(dt, send.data(), i, w[i]);
           dsend.upload(send.data(), send.size());
           const unsigned flags = t == 0 ? COCCL_DELTA_RESET : 0u;

@@ -10,8 +10,10 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "shim_test_util.h"
 
@@ -398,6 +400,150 @@ TEST(Policy, AllGatherAsWeightDifference) {
     EXPECT_GT(errs[s], 0.0) << "call " << s << ": compressed";
     EXPECT_LT(errs[s], 0.02 * steps[s]) << "call " << s;
   }
+}
+
+namespace {
+
+// n threads, each rank r of a communicator named `name`.
+void runNamed(int n, const char* name, const std::function<void(int, ncclComm_t)>& body) {
+  ncclUniqueId id;
+  ASSERT_EQ(api().ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < n; ++r)
+    ts.emplace_back([&, r] {
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      cfg.commName = name;
+      ncclComm_t c = nullptr;
+      ASSERT_EQ(api().ncclCommInitRankConfig(&c, n, id, r, &cfg), ncclSuccess) << lastError();
+      body(r, c);
+      EXPECT_EQ(api().ncclCommDestroy(c), ncclSuccess) << lastError();
+    });
+  for (auto& t : ts) t.join();
+}
+
+}  // namespace
+
+// Weight-difference AllGathers of several communicators in one group: each blocks until its
+// ranks have all posted it, so one thread driving two ranks (nccl-tests' pattern) and ranks
+// that queue two communicators in opposite orders must still complete (a thread each).
+TEST(Policy, DeltaGroupsAcrossCommunicators) {
+  if (launcherRankSet()) GTEST_SKIP() << "a launcher's RANK is set: the threads share it";
+  const Api& a = api();
+  const size_t m = 4096;
+  ncclUniqueId id;
+  ASSERT_EQ(a.ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.commName = "dp-one-thread";
+  ASSERT_EQ(a.ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(a.ncclCommInitRankConfig(&comms[r], 2, id, r, &cfg), ncclSuccess) << lastError();
+  ASSERT_EQ(a.ncclGroupEnd(), ncclSuccess) << lastError();
+  std::vector<float> s0 = input(0, m), s1 = input(1, m), y0(2 * m), y1(2 * m);
+  ASSERT_EQ(a.ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(a.ncclAllGather(s0.data(), y0.data(), m, ncclFloat32, comms[0], nullptr), ncclSuccess);
+  ASSERT_EQ(a.ncclAllGather(s1.data(), y1.data(), m, ncclFloat32, comms[1], nullptr), ncclSuccess);
+  ASSERT_EQ(a.ncclGroupEnd(), ncclSuccess) << lastError();
+  std::vector<float> want(s0);
+  want.insert(want.end(), s1.begin(), s1.end());
+  EXPECT_EQ(y0, want) << "the first call of a shape is exact";
+  EXPECT_EQ(y1, want);
+  for (ncclComm_t c : comms) EXPECT_EQ(a.ncclCommDestroy(c), ncclSuccess) << lastError();
+
+  ncclUniqueId ida, idb;
+  ASSERT_EQ(a.ncclGetUniqueId(&ida), ncclSuccess);
+  ASSERT_EQ(a.ncclGetUniqueId(&idb), ncclSuccess);
+  ncclResult_t rc[2] = {ncclInternalError, ncclInternalError};
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 2; ++r)
+    ts.emplace_back([&, r] {
+      ncclConfig_t ca = NCCL_CONFIG_INITIALIZER, cb = NCCL_CONFIG_INITIALIZER;
+      ca.commName = "dpA";
+      cb.commName = "dpB";
+      ncclComm_t A = nullptr, B = nullptr;
+      ASSERT_EQ(a.ncclCommInitRankConfig(&A, 2, ida, r, &ca), ncclSuccess) << lastError();
+      ASSERT_EQ(a.ncclCommInitRankConfig(&B, 2, idb, r, &cb), ncclSuccess) << lastError();
+      std::vector<float> s = input(r, m), ya(2 * m), yb(2 * m);
+      ASSERT_EQ(a.ncclGroupStart(), ncclSuccess);
+      ncclComm_t first = r == 0 ? A : B, second = r == 0 ? B : A;
+      ASSERT_EQ(a.ncclAllGather(s.data(), (first == A ? ya : yb).data(), m, ncclFloat32, first,
+                                nullptr), ncclSuccess);
+      ASSERT_EQ(a.ncclAllGather(s.data(), (second == A ? ya : yb).data(), m, ncclFloat32, second,
+                                nullptr), ncclSuccess);
+      rc[r] = a.ncclGroupEnd();
+      EXPECT_EQ(ya, want);
+      EXPECT_EQ(yb, want);
+      EXPECT_EQ(a.ncclCommDestroy(A), ncclSuccess);
+      EXPECT_EQ(a.ncclCommDestroy(B), ncclSuccess);
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(rc[0], ncclSuccess) << lastError();
+  EXPECT_EQ(rc[1], ncclSuccess) << lastError();
+}
+
+// A weight that turns +Inf for one step comes back finite at the next (a non-finite previous
+// value takes the new value: include/coccl.h, cocclAllGatherDelta), and a call that fails (the
+// ranks pass different counts, so each meets another shape) fails on every rank and drops
+// every reference: the next call of the shape starts again exact, the same on every rank.
+TEST(Policy, DeltaHealsNonFiniteAndResetsAfterAFailure) {
+  if (launcherRankSet()) GTEST_SKIP() << "a launcher's RANK is set: the threads share it";
+  const int n = 2;
+  const size_t m = 4096;
+  std::vector<std::vector<float>> got(n);
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, generation = 0;
+  auto meet = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    const int g = generation;
+    if (++arrived == n) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return generation != g; });
+    }
+  };
+  runNamed(n, "dp-heal", [&](int r, ncclComm_t c) {
+    const Api& a = api();
+    std::vector<float> s = input(r, m);
+    for (int step = 0; step < 4; ++step) {
+      for (size_t i = 0; i < m; ++i) s[i] += 1e-3f * std::sin(0.1f * float(i) + float(step));
+      std::vector<float> send(s);
+      if (r == 0 && step == 1) send[5] = INFINITY;
+      got[r].assign(m * n, std::nanf(""));
+      ASSERT_EQ(a.ncclAllGather(send.data(), got[r].data(), m, ncclFloat32, c, nullptr),
+                ncclSuccess) << lastError();
+      if (r == 0 && step == 1) {
+        EXPECT_EQ(got[r][5], INFINITY);
+      } else if (r == 0 && step >= 2) {  // rank 0's shard, element 5
+        EXPECT_NEAR(got[r][5], s[5], 0.05f) << "step " << step << ": not healed";
+      }
+      meet();
+      if (r == 0) {
+        EXPECT_EQ(got[0], got[1]) << "step " << step;
+      }
+      meet();
+    }
+    // Different counts: an error on both ranks, then an exact call of the shape.
+    EXPECT_NE(a.ncclAllGather(s.data(), got[r].data(), r == 0 ? m : m / 2, ncclFloat32, c,
+                              nullptr), ncclSuccess);
+    got[r].assign(m * n, 0.f);
+    ASSERT_EQ(a.ncclAllGather(s.data(), got[r].data(), m, ncclFloat32, c, nullptr), ncclSuccess)
+        << lastError();
+    meet();
+    if (r == 0) {
+      for (int q = 0; q < n; ++q) {
+        std::vector<float> sq = input(q, m);
+        for (int step = 0; step < 4; ++step)
+          for (size_t i = 0; i < m; ++i) sq[i] += 1e-3f * std::sin(0.1f * float(i) + float(step));
+        EXPECT_EQ(std::vector<float>(got[0].begin() + q * m, got[0].begin() + (q + 1) * m), sq)
+            << "after the failed call, rank " << q << "'s shard is exact again";
+      }
+      EXPECT_EQ(got[0], got[1]);
+    }
+    meet();
+  });
 }
 
 // ---- COCCL_NCCL_LIBRARY=<a real libnccl.so.2>, no GPU ---------------------------------------
