@@ -290,6 +290,33 @@ TEST(Policy, SendRecvAndSplitGroupsFollowThePolicyFile) {
   });
 }
 
+namespace {
+
+// A barrier of n threads (C++17 has none): each meet() returns once all n have called it.
+class Meeting {
+ public:
+  explicit Meeting(int n) : n_(n) {}
+  void meet() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int g = generation_;
+    if (++arrived_ == n_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation_ != g; });
+    }
+  }
+
+ private:
+  const int n_;
+  int arrived_ = 0, generation_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace
+
 // A communicator named dp*: its rule asks the weight-difference AllGather ("delta": true). The
 // first call of a shape is exact; later ones quantize only the change since the previous call
 // (so their error is a fraction of that change, not of the weights), whatever recvbuff held
@@ -331,20 +358,8 @@ TEST(Policy, AllGatherAsWeightDifference) {
   std::vector<double> errs(4, 0.0), steps(4, 0.0);
   concat();
   // The ranks (threads) meet between calls: rank 0 checks and changes the weights.
-  std::mutex mu;
-  std::condition_variable cv;
-  int arrived = 0, generation = 0;
-  auto meet = [&] {
-    std::unique_lock<std::mutex> lock(mu);
-    const int g = generation;
-    if (++arrived == n) {
-      arrived = 0;
-      ++generation;
-      cv.notify_all();
-    } else {
-      cv.wait(lock, [&] { return generation != g; });
-    }
-  };
+  Meeting meeting(n);
+  auto meet = [&] { meeting.meet(); };
   runRanks(n, [&](int r, ncclComm_t world) {
     const Api& a = api();
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
@@ -490,20 +505,8 @@ TEST(Policy, DeltaHealsNonFiniteAndResetsAfterAFailure) {
   const int n = 2;
   const size_t m = 4096;
   std::vector<std::vector<float>> got(n);
-  std::mutex mu;
-  std::condition_variable cv;
-  int arrived = 0, generation = 0;
-  auto meet = [&] {
-    std::unique_lock<std::mutex> lock(mu);
-    const int g = generation;
-    if (++arrived == n) {
-      arrived = 0;
-      ++generation;
-      cv.notify_all();
-    } else {
-      cv.wait(lock, [&] { return generation != g; });
-    }
-  };
+  Meeting meeting(n);
+  auto meet = [&] { meeting.meet(); };
   runNamed(n, "dp-heal", [&](int r, ncclComm_t c) {
     const Api& a = api();
     std::vector<float> s = input(r, m);
