@@ -70,16 +70,6 @@ size_t elemSize(ncclDataType_t t) {
   }
 }
 
-// Drops every reference of the communicator (the calls holding one keep it until they return).
-// After a failed call the ranks' sets may differ (ranks that passed different shapes hold
-// different ones), and every rank got an error: dropping all of them on every rank makes the
-// next call of each shape exact, and alike, everywhere.
-void dropRefs(ncclComm* c) {
-  std::vector<DeltaRef> refs;
-  std::lock_guard<std::mutex> lock(c->deltas.m);
-  refs.swap(c->deltas.refs);
-}
-
 }  // namespace
 
 struct DeltaMem {
@@ -87,7 +77,6 @@ struct DeltaMem {
   void* buf = nullptr;
   void* event = nullptr;          // device: recorded after each call's copy
   cudaStream_t stream = nullptr;  // device: the stream of the last call
-  bool used = false;
   ~DeltaMem() {
     if (!device) {
       std::free(buf);
@@ -148,10 +137,11 @@ ncclResult_t runDeltaAllGather(const CollOp& o) {
            device ? "device" : "host", c->rank, c->nranks);
     }
   }
-  // The previous call's copy from the reference was on another stream: wait for it.
-  if (device && mem->used && mem->stream != o.stream &&
+  // The previous call's copy from the reference (every reference in the list has had one) was
+  // on another stream: wait for it.
+  if (device && !fresh && mem->stream != o.stream &&
       drv->streamWaitEvent(o.stream, mem->event, 0) != 0) {
-    dropRefs(c);
+    freeDeltaRefs(c);
     return fail(ncclUnhandledCudaError, "ncclAllGather (delta): cuStreamWaitEvent failed");
   }
   ncclResult_t r = fromCoccl(
@@ -165,15 +155,22 @@ ncclResult_t runDeltaAllGather(const CollOp& o) {
     r = fail(ncclUnhandledCudaError, "ncclAllGather (delta): the copy of %zu bytes from the "
                                      "reference failed", bytes);
   if (r != ncclSuccess) {
-    dropRefs(c);
+    freeDeltaRefs(c);
     return r;
   }
   if (!device) std::memcpy(o.recv, mem->buf, bytes);  // host calls are complete on return
   mem->stream = o.stream;
-  mem->used = true;
   return ncclSuccess;
 }
 
-void freeDeltaRefs(ncclComm* c) { dropRefs(c); }
+// Drops every reference of the communicator (destroy, abort, a failed call); calls holding one
+// keep it until they return. After a failed call the ranks' sets may differ (ranks that passed
+// different shapes hold different ones), and every rank got an error: dropping all of them on
+// every rank makes the next call of each shape exact, and alike, everywhere.
+void freeDeltaRefs(ncclComm* c) {
+  std::vector<DeltaRef> refs;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(c->deltas.m);
+  refs.swap(c->deltas.refs);
+}
 
 }  // namespace shim

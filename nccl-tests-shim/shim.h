@@ -190,7 +190,7 @@ void queueCoccl(const CollOp& op);  // inside a group
 // The weight-difference AllGather (delta.cc): whether the policy asks it for this AllGather
 // (cocclCommQueryAllGatherDelta); running it (cocclAllGatherDelta against the communicator's
 // reference of this shape, then a copy of the reference to recvbuff: not inside a coccl group);
-// freeing the references (destroy, abort, a failed init).
+// dropping the references (destroy, abort, a failed init or call).
 bool isDeltaAllGather(const CollOp& op);
 ncclResult_t runDeltaAllGather(const CollOp& op);
 void freeDeltaRefs(ncclComm* c);

@@ -81,4 +81,12 @@ inline double relL2(const std::vector<float>& got, const std::vector<double>& wa
 // 256 KiB of fp32: above COCCL_COMPRESS_MIN_BYTES=1024 of the tests' environments.
 constexpr size_t kCount = 1 << 16;
 
+// Whether a launcher's rank variable is set: ranks as threads of one process then share it, so
+// policy rules on world ranks cannot tell them apart (the Policy.* tests skip).
+inline bool launcherRankSet() {
+  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (getenv(v) && *getenv(v)) return true;
+  return false;
+}
+
 }  // namespace shimtest
