@@ -10,6 +10,7 @@
 #include "int4_params.h"
 
 namespace int4c {
+namespace {  // internal linkage: one copy per build of the host operations (int4_math.h)
 
 // v <- H_S v on each S-element sub-block of v[0, g) (stages over bit 0, 1, ...). Within a
 // stage the pairs (i, i + h) are independent, so visiting them run by run (contiguous j, which
@@ -40,7 +41,7 @@ inline uint32_t absBits(float f) { return fbits(f) & 0x7fffffffu; }
 // Encodes x[0, G) (already padded) of block index `blk` into codes[0, G/2) and returns its word.
 // y: scratch of G floats.
 inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t* codes, float* y) {
-  const int g = p.block, s = p.sub();
+  const int g = p.block, s = subBlock(p);
   // The largest |x| bits, and the largest finite |x|: for non-negative floats the bit order is
   // the value order, so integer maxima (vectorised) give the same values.
   uint32_t amax = 0, fbitsMax = 0;
@@ -104,8 +105,9 @@ inline void decodeBlock(const Params& p, const uint8_t* codes, uint32_t word, fl
   }
   const float c = bitsf(word);
   for (int j = 0; j < g; ++j) out[j] = static_cast<float>(nibble(codes[j / 2], j & 1));
-  if ((word & kPlainFlag) == 0u) fwhtSub(out, g, p.sub());
+  if ((word & kPlainFlag) == 0u) fwhtSub(out, g, subBlock(p));
   for (int j = 0; j < g; ++j) out[j] = mulRn(out[j], c);
 }
 
+}  // namespace
 }  // namespace int4c

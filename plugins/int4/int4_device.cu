@@ -380,7 +380,7 @@ __global__ void __launch_bounds__(kThreads, G <= 1024 ? 4 : 1)
 }
 
 const Params& P(const void* inst) {
-  return *static_cast<const Params*>(inst);
+  return static_cast<const Instance*>(inst)->p;
 }
 
 // Warps for the message (one iteration each), at most the resident grid (the grid-stride loops

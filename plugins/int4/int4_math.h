@@ -53,6 +53,12 @@
 #endif
 
 namespace int4c {
+// Internal linkage in host code: the host operations are built once per instruction set
+// (int4_host_ops.h), and the linker would otherwise keep one build's copy of these inline
+// functions for all of them.
+#ifndef __CUDACC__
+namespace {
+#endif
 
 constexpr int kSubMax = 128;           // rotation sub-block S = min(G, 128)
 constexpr float kTiny = 0x1p-96f;      // below this block scales flush to zero
@@ -312,4 +318,7 @@ INT4_HD uint8_t packPair(int32_t lo, int32_t hi) {
   return static_cast<uint8_t>((static_cast<uint32_t>(lo) & 0xfu) | ((static_cast<uint32_t>(hi) & 0xfu) << 4));
 }
 
+#ifndef __CUDACC__
+}  // namespace
+#endif
 }  // namespace int4c

@@ -17,10 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Functions here have internal linkage in host code (static): the host operations are built
+// once per instruction set (int4_host_ops.h), and an inline function with external linkage
+// would be shared between those builds by the linker.
 #ifdef __CUDACC__
-#define INT4_PHD __host__ __device__
+#define INT4_PHD __host__ __device__ inline
 #else
-#define INT4_PHD
+#define INT4_PHD static inline
 #endif
 
 namespace int4c {
@@ -30,16 +33,26 @@ struct Params {
   int mode = 2;          // kModePlain / kModeRotated / kModeAuto (int4_math.h)
   bool stochastic = false;
   uint64_t seed = 0;
-  INT4_PHD int sub() const { return block < 128 ? block : 128; }  // S
 };
 
-INT4_PHD inline size_t numBlocks(const Params& p, size_t count) {
+INT4_PHD int subBlock(const Params& p) { return p.block < 128 ? p.block : 128; }  // S
+
+struct HostOps;  // int4_host_ops.h
+
+// The plug-in's instance: the parsed spec (read by the host and device operations) and the host
+// build of the operations chosen at create() (int4_host_ops.h).
+struct Instance {
+  Params p;
+  const HostOps* host = nullptr;
+};
+
+INT4_PHD size_t numBlocks(const Params& p, size_t count) {
   return (count + static_cast<size_t>(p.block) - 1) / static_cast<size_t>(p.block);
 }
-INT4_PHD inline size_t codeBytes(const Params& p, size_t count) {
+INT4_PHD size_t codeBytes(const Params& p, size_t count) {
   return numBlocks(p, count) * static_cast<size_t>(p.block / 2);
 }
-INT4_PHD inline size_t payloadBytes(const Params& p, size_t count) {
+INT4_PHD size_t payloadBytes(const Params& p, size_t count) {
   return numBlocks(p, count) * static_cast<size_t>(p.block / 2 + 4);
 }
 

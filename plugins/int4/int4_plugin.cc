@@ -30,7 +30,8 @@
 #include <string>
 
 #include "coccl_codec.h"
-#include "int4_block_host.h"
+#include "int4_host_ops.h"
+#include "int4_math.h"
 
 #ifdef COCCL_INT4_DEVICE
 #include "int4_device.h"
@@ -39,7 +40,8 @@
 namespace int4c {
 namespace {
 
-const Params& P(const void* inst) { return *static_cast<const Params*>(inst); }
+const Instance& I(const void* inst) { return *static_cast<const Instance*>(inst); }
+const Params& P(const void* inst) { return I(inst).p; }
 
 bool parseU64(const std::string& s, uint64_t* v) {
   if (s.empty() || s.size() > 20) return false;
@@ -89,13 +91,16 @@ int create(const char* params, void** instance, char* err, size_t errLen) {
       return fail(err, errLen, "int4: unknown parameter '" + k + "' (block, rotate, round, seed)");
     }
   }
-  Params* inst = new (std::nothrow) Params(p);
+  char isaErr[160] = {0};
+  const HostOps* host = selectHostOps(getenv("COCCL_INT4_HOST_ISA"), isaErr, sizeof isaErr);
+  if (!host) return fail(err, errLen, isaErr);
+  Instance* inst = new (std::nothrow) Instance{p, host};
   if (!inst) return fail(err, errLen, "int4: out of memory");
   *instance = inst;
   return COCCL_CODEC_OK;
 }
 
-void destroy(void* instance) { delete static_cast<Params*>(instance); }
+void destroy(void* instance) { delete static_cast<Instance*>(instance); }
 
 size_t canonicalSpec(const void* inst, char* buf, size_t len) {
   const Params& p = P(inst);
@@ -111,7 +116,7 @@ size_t workspaceBytes(const void*, size_t, int, int, int) { return 0; }
 
 double errorBound(const void* inst, double rms, double absmax) {
   const Params& p = P(inst);
-  const double G = p.block, S = p.sub(), emax = p.stochastic ? 1.0 : 0.5;
+  const double G = p.block, S = subBlock(p), emax = p.stochastic ? 1.0 : 0.5;
   const double plain = emax * absmax / 7.0;
   const double rotated = emax * sqrt(S) * fmin(sqrt(S) * absmax, sqrt(G) * rms) / 7.0;
   // auto with rne: the block's total error is at most the plain form's, sqrt(G) absmax / 14
@@ -124,123 +129,24 @@ double errorBound(const void* inst, double rms, double absmax) {
   return core + 0x1p-8 * (absmax + core);
 }
 
-// ---- host operations --------------------------------------------------------------------
-template <typename T>
-void loadBlock(const T* in, size_t n, float* x, int g) {
-  size_t i = 0;
-  for (; i < n; ++i) x[i] = Io<T>::load(in[i]);
-  for (; i < static_cast<size_t>(g); ++i) x[i] = 0.0f;
-}
-
-template <typename T>
-void storeBlock(const float* v, size_t n, T* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = Io<T>::store(v[i]);
-}
-
-struct Scratch {
-  float x[2048], y[2048];
-};
-
-inline uint32_t loadWord(const uint8_t* scales, size_t b) {
-  uint32_t w;
-  memcpy(&w, scales + 4 * b, 4);  // little-endian hosts only (x86-64, aarch64)
-  return w;
-}
-
-template <typename T>
-void encodeT(const Params& p, const T* in, size_t count, uint8_t* out) {
-  Scratch s;
-  const size_t g = static_cast<size_t>(p.block), nb = numBlocks(p, count);
-  uint8_t* scales = out + codeBytes(p, count);
-  for (size_t b = 0; b < nb; ++b) {
-    const size_t n = count - b * g < g ? count - b * g : g;
-    loadBlock(in + b * g, n, s.x, p.block);
-    const uint32_t w = encodeBlock(p, s.x, b, out + b * (g / 2), s.y);
-    memcpy(scales + 4 * b, &w, 4);
-  }
-}
-
-template <typename T>
-void decodeT(const Params& p, const uint8_t* in, size_t count, T* out) {
-  Scratch s;
-  const size_t g = static_cast<size_t>(p.block), nb = numBlocks(p, count);
-  const uint8_t* scales = in + codeBytes(p, count);
-  for (size_t b = 0; b < nb; ++b) {
-    const size_t n = count - b * g < g ? count - b * g : g;
-    decodeBlock(p, in + b * (g / 2), loadWord(scales, b), s.x);
-    storeBlock(s.x, n, out + b * g);
-  }
-}
-
-void accumulate(const Params& p, const void* const* ins, int n, size_t count, float* acc) {
-  Scratch s;
-  const size_t g = static_cast<size_t>(p.block), nb = numBlocks(p, count), cb = codeBytes(p, count);
-  for (size_t b = 0; b < nb; ++b) {
-    const size_t m = count - b * g < g ? count - b * g : g;
-    for (int k = 0; k < n; ++k) {
-      const uint8_t* in = static_cast<const uint8_t*>(ins[k]);
-      decodeBlock(p, in + b * (g / 2), loadWord(in + cb, b), s.x);
-      for (size_t i = 0; i < m; ++i) acc[b * g + i] = addAcc(acc[b * g + i], s.x[i]);
-    }
-  }
-}
-
-template <typename T>
-void dreT(const Params& p, const void* const* ins, int np, int self, const T* selfIn, size_t count,
-          float scale, uint8_t* out, T* decoded) {
-  Scratch s;
-  float acc[2048];
-  const size_t g = static_cast<size_t>(p.block), nb = numBlocks(p, count), cb = codeBytes(p, count);
-  for (size_t b = 0; b < nb; ++b) {
-    const size_t m = count - b * g < g ? count - b * g : g;
-    for (int r = 0; r < np; ++r) {
-      if (r == self) {
-        for (size_t i = 0; i < m; ++i) s.x[i] = Io<T>::load(selfIn[b * g + i]);
-      } else {
-        const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
-        decodeBlock(p, in + b * (g / 2), loadWord(in + cb, b), s.x);
-      }
-      for (size_t i = 0; i < m; ++i) acc[i] = r == 0 ? s.x[i] : addRn(acc[i], s.x[i]);
-    }
-    // The fp32 sum is encoded as it is (no rounding to T: the payload format does not depend
-    // on the input type, so encode(acc as fp32) is what decode-sum-encode gives), zero padding.
-    for (size_t i = 0; i < g; ++i) s.x[i] = i < m ? (scale != 1.0f ? mulRn(acc[i], scale) : acc[i]) : 0.0f;
-    const uint32_t w = encodeBlock(p, s.x, b, out + b * (g / 2), s.y);
-    memcpy(out + cb + 4 * b, &w, 4);
-    if (decoded) {
-      decodeBlock(p, out + b * (g / 2), w, s.x);
-      storeBlock(s.x, m, decoded + b * g);
-    }
-  }
-}
-
 bool okDtype(int dt) { return dt == cocclFloat32 || dt == cocclFloat16 || dt == cocclBfloat16; }
 
 int hEncode(const void* inst, const void* in, int dt, size_t count, void* out, void*) {
   if (!okDtype(dt)) return COCCL_CODEC_E_INVALID;
-  if (count == 0) return COCCL_CODEC_OK;
-  uint8_t* o = static_cast<uint8_t*>(out);
-  if (dt == cocclFloat32) encodeT(P(inst), static_cast<const float*>(in), count, o);
-  else if (dt == cocclFloat16) encodeT(P(inst), static_cast<const Half*>(in), count, o);
-  else encodeT(P(inst), static_cast<const Bf16*>(in), count, o);
+  if (count) I(inst).host->encode(P(inst), in, dt, count, out);
   return COCCL_CODEC_OK;
 }
 
 int hDecode(const void* inst, const void* in, size_t count, int dt, void* out, void*) {
   if (!okDtype(dt)) return COCCL_CODEC_E_INVALID;
-  if (count == 0) return COCCL_CODEC_OK;
-  const uint8_t* i = static_cast<const uint8_t*>(in);
-  if (dt == cocclFloat32) decodeT(P(inst), i, count, static_cast<float*>(out));
-  else if (dt == cocclFloat16) decodeT(P(inst), i, count, static_cast<Half*>(out));
-  else decodeT(P(inst), i, count, static_cast<Bf16*>(out));
+  if (count) I(inst).host->decode(P(inst), in, count, dt, out);
   return COCCL_CODEC_OK;
 }
 
 int hDecodeAccumulate(const void* inst, const void* const* ins, int n, size_t count, int dt,
                       float* acc, void*) {
   if (!okDtype(dt) || n < 1 || n > 64) return COCCL_CODEC_E_INVALID;
-  if (count == 0) return COCCL_CODEC_OK;
-  accumulate(P(inst), ins, n, count, acc);
+  if (count) I(inst).host->decodeAccumulate(P(inst), ins, n, count, acc);
   return COCCL_CODEC_OK;
 }
 
@@ -248,14 +154,8 @@ int hDecodeReduceEncode(const void* inst, const void* const* ins, int p, int sel
                         const void* selfIn, int dt, size_t count, float scale, void* out,
                         void* decoded, void*) {
   if (!okDtype(dt) || p < 1 || p > 64 || self < 0 || self >= p) return COCCL_CODEC_E_INVALID;
-  if (count == 0) return COCCL_CODEC_OK;
-  uint8_t* o = static_cast<uint8_t*>(out);
-  if (dt == cocclFloat32)
-    dreT(P(inst), ins, p, self, static_cast<const float*>(selfIn), count, scale, o, static_cast<float*>(decoded));
-  else if (dt == cocclFloat16)
-    dreT(P(inst), ins, p, self, static_cast<const Half*>(selfIn), count, scale, o, static_cast<Half*>(decoded));
-  else
-    dreT(P(inst), ins, p, self, static_cast<const Bf16*>(selfIn), count, scale, o, static_cast<Bf16*>(decoded));
+  if (count)
+    I(inst).host->decodeReduceEncode(P(inst), ins, p, self, selfIn, dt, count, scale, out, decoded);
   return COCCL_CODEC_OK;
 }
 
