@@ -46,5 +46,34 @@ TEST(Layout, TwoShotWireBytesWithoutShardsMatchesTheShardList) {
                   twoShotWireBytes(balancedShards(n, p, 128), me, bytes));
 }
 
+// The two-shot pipeline's chunk: at most COCCL_CHUNK_BYTES, at least 8 chunks in the longest
+// shard while chunks stay >= 64 KiB of input (or COCCL_CHUNK_BYTES when smaller), whole units.
+TEST(Layout, PipelineChunksSplitShortShardsDownTo64KiB) {
+  const size_t M = 1 << 20;
+  // bf16, int4 blocks of 128: a 4 MiB AllReduce on 4 ranks has 1 MiB shards -> 8 chunks of 128 KiB
+  EXPECT_EQ(pipelineChunkElems(M, 2, 128, (1u << 20) / 2), (128u << 10) / 2);
+  // long shards keep COCCL_CHUNK_BYTES
+  EXPECT_EQ(pipelineChunkElems(M, 2, 128, 64u << 20), M / 2);
+  // short shards stop at 64 KiB of input
+  EXPECT_EQ(pipelineChunkElems(M, 4, 1, 1000), (64u << 10) / 4);
+  // a COCCL_CHUNK_BYTES below 64 KiB is kept as it is
+  EXPECT_EQ(pipelineChunkElems(16u << 10, 4, 1, 1u << 20), (16u << 10) / 4);
+  for (size_t es : {1ul, 2ul, 4ul})
+    for (size_t align : {1ul, 32ul, 128ul, 2048ul})
+      for (size_t longest : {1ul, 1000ul, 65536ul, 262145ul, 5000000ul})
+        for (size_t cb : {4096ul, 65536ul, M, 8 * M}) {
+          const size_t c = pipelineChunkElems(cb, es, align, longest);
+          EXPECT_EQ(c % align, 0u);
+          EXPECT_LE(c, std::max(chunkElems(cb, es, align), align));
+          EXPECT_GE(c, chunkElems(std::min<size_t>(cb, 64 << 10), es, align));
+          // never fewer chunks than COCCL_CHUNK_BYTES alone gives; 8 where whole units allow
+          EXPECT_GE(numChunks(longest, c), numChunks(longest, chunkElems(cb, es, align)));
+          if (align == 1 && c > chunkElems(std::min<size_t>(cb, 64 << 10), es, align) &&
+              c < chunkElems(cb, es, align)) {
+            EXPECT_EQ(numChunks(longest, c), 8u) << es << " " << longest << " " << cb;
+          }
+        }
+}
+
 }  // namespace
 }  // namespace coccl

@@ -47,9 +47,11 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                    const std::vector<Range>& shards, bool allReduce, CallAgreement& agree) {
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
-  const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
-  size_t K = 0;
-  for (const Range& s : shards) K = std::max(K, numChunks(s.count, chunk));
+  size_t longest = 0;
+  for (const Range& s : shards) longest = std::max(longest, s.count);
+  const size_t chunk =
+      pipelineChunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align(), longest);
+  const size_t K = numChunks(longest, chunk);
   if (K == 0) {
     agree.start();
     agree.finish();
@@ -200,7 +202,8 @@ void twoShotReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
 void directAllGather(HostExecutor& c, const Wire& w, const char* in, char* out, size_t count) {
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
-  const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
+  const size_t chunk =
+      pipelineChunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align(), count);
   const size_t K = numChunks(count, chunk);
   if (K == 0) return;
   const uint64_t tag = c.nextCollectiveTag();
