@@ -17,8 +17,11 @@ const HostOps* hostOpsAvx2() { return nullptr; }
 namespace {
 bool cpuHasAvx2() {
 #if defined(COCCL_INT4_HOST_AVX2) && (defined(__x86_64__) || defined(__i386__))
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
+  static const bool has = [] {  // once per process (thread-safe static initialisation)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
 #else
   return false;
 #endif
