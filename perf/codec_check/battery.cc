@@ -379,6 +379,8 @@ std::vector<CheckResult> runBattery(const Codec& c, const Options& opt) {
   guarded("decode_reduce_encode", [&] { out.push_back(checkDecodeReduceEncode(c, opt)); });
   guarded("random_payloads", [&] { out.push_back(checkRandomPayloads(c, opt)); });
   guarded("bounded_reads", [&] { out.push_back(checkBoundedReads(c, opt)); });
+  if (!opt.against.empty())
+    guarded("same_bytes_as_reference", [&] { out.push_back(checkAgainst(c, opt)); });
   return out;
 }
 

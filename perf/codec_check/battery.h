@@ -18,6 +18,7 @@ struct Options {
   std::string manifest;   // tp_tensors_manifest.json of real tensors ("" = none)
   int threads = 4;        // threads of the concurrent determinism run (compared with 1)
   uint64_t seed = 14;     // every input is drawn from this seed
+  std::string against;    // another build of the same plug-in (.so) to compare bytes with ("" = none)
 };
 
 struct CheckResult {
@@ -47,6 +48,7 @@ CheckResult checkDecodeReduceEncode(const Codec& c, const Options& opt);
 CheckResult checkRandomPayloads(const Codec& c, const Options& opt);
 CheckResult checkBoundedReads(const Codec& c, const Options& opt);  // battery_reads.cc
 CheckResult checkRealData(const Codec& c, const Options& opt);  // only with opt.manifest
+CheckResult checkAgainst(const Codec& c, const Options& opt);   // battery_compare.cc, only with opt.against
 
 }  // namespace check
 }  // namespace coccl

@@ -1,4 +1,4 @@
-// coccl_codec_check CODEC [SPEC] [--quick] [--data MANIFEST] [--threads N]: runs the codec
+// coccl_codec_check CODEC [SPEC] [--quick] [--data MANIFEST] [--threads N] [--against SO]: runs the codec
 // conformance battery (battery.h) on one codec, prints one row per check and exits 1 when any
 // check fails (2 on a bad command line, spec or plug-in).
 //
@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(2, 256));
   app.add_option("--seed", opt.seed, "seed of every input")->capture_default_str();
+  app.add_option("--against", opt.against,
+                 "another build of the same plug-in (.so): its host operations must give the "
+                 "same bytes as this one's where both have the same formatVersion");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

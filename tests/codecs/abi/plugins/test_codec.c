@@ -16,6 +16,8 @@
  *   TC_NONDET              encode's scale bytes depend on a process-wide call counter
  *   TC_TIGHT_BOUND         errorBound far below the real error
  *   TC_ACC_FIRST_ONLY      decodeAccumulate adds only ins[0] of its nIn payloads
+ *   TC_DRIFT               the scale is amax / 126.9 (not / 127): other bytes, same format
+ *                          version (coccl_codec_check --against must fail it)
  */
 #include <math.h>
 #include <stdio.h>
@@ -120,7 +122,11 @@ static int tc_encode(const void* inst, const void* in, int dtype, size_t count, 
       const float a = fabsf(x[base + i]);
       if (a > amax) amax = a;
     }
+#ifdef TC_DRIFT
+    float s = amax / 126.9f;
+#else
     float s = amax / 127.0f;
+#endif
     if (!isfinite(s)) s = 0.0f; /* non-finite input is not supported: the block decodes as 0 */
 #ifdef TC_NONDET
     {
