@@ -16,14 +16,27 @@ namespace {  // internal linkage: one copy per build of the host operations (int
 // stage the pairs (i, i + h) are independent, so visiting them run by run (contiguous j, which
 // the compiler vectorises) gives the same bits as any other order.
 inline void fwhtSub(float* v, int g, int s) {
+  // h = 1, 2, 4 on each run of 8 (S >= 32), written out so that the compiler keeps the 8 values
+  // in registers (shuffles) instead of strided loads
+  for (int i = 0; i < g; i += 8) {
+    float* w = v + i;
+    const float a0 = addRn(w[0], w[1]), a1 = subRn(w[0], w[1]), a2 = addRn(w[2], w[3]),
+                a3 = subRn(w[2], w[3]), a4 = addRn(w[4], w[5]), a5 = subRn(w[4], w[5]),
+                a6 = addRn(w[6], w[7]), a7 = subRn(w[6], w[7]);
+    const float b0 = addRn(a0, a2), b2 = subRn(a0, a2), b1 = addRn(a1, a3), b3 = subRn(a1, a3),
+                b4 = addRn(a4, a6), b6 = subRn(a4, a6), b5 = addRn(a5, a7), b7 = subRn(a5, a7);
+    w[0] = addRn(b0, b4);
+    w[4] = subRn(b0, b4);
+    w[1] = addRn(b1, b5);
+    w[5] = subRn(b1, b5);
+    w[2] = addRn(b2, b6);
+    w[6] = subRn(b2, b6);
+    w[3] = addRn(b3, b7);
+    w[7] = subRn(b3, b7);
+  }
   for (int base = 0; base < g; base += s) {
     float* w = v + base;
-    for (int i = 0; i < s; i += 2) {  // h = 1
-      const float a = w[i], c = w[i + 1];
-      w[i] = addRn(a, c);
-      w[i + 1] = subRn(a, c);
-    }
-    for (int h = 2; h < s; h <<= 1)
+    for (int h = 8; h < s; h <<= 1)
       for (int i0 = 0; i0 < s; i0 += 2 * h) {
         float* lo = w + i0;
         float* hi = lo + h;
