@@ -29,14 +29,20 @@ bool cpuHasAvx2() {
 }  // namespace
 
 const HostOps* selectHostOps(const char* want, char* err, size_t errLen) {
-  const bool avx2 = hostOpsAvx2() != nullptr && cpuHasAvx2();
+  // the CPU first: nothing of the AVX2 object runs on a CPU without AVX2
+  const bool avx2 = cpuHasAvx2() && hostOpsAvx2() != nullptr;
   if (!want || !*want || strcmp(want, "auto") == 0) return avx2 ? hostOpsAvx2() : hostOpsGeneric();
   if (strcmp(want, "generic") == 0) return hostOpsGeneric();
   if (strcmp(want, "avx2") == 0) {
     if (avx2) return hostOpsAvx2();
     if (err && errLen)
       snprintf(err, errLen, "int4: COCCL_INT4_HOST_ISA=avx2, but %s",
-               hostOpsAvx2() ? "this CPU has no AVX2" : "this build has no AVX2 variant");
+#ifdef COCCL_INT4_HOST_AVX2
+               "this CPU has no AVX2"
+#else
+               "this build has no AVX2 variant"
+#endif
+      );
     return nullptr;
   }
   if (err && errLen)

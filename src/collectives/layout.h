@@ -49,7 +49,8 @@ inline size_t chunkElems(size_t chunkBytes, size_t elemSize, size_t align) {
 
 // Elements per chunk of a pipeline over shards of at most `longest` elements: chunkElems, made
 // smaller where that leaves the longest shard fewer than kPipelineChunks chunks, but not below
-// kPipelineMinChunkBytes of input (or chunkBytes, if that is smaller). A shard of one chunk has
+// kPipelineMinChunkBytes of input (or chunkBytes, if that is smaller), in whole `align` units
+// (so a codec with large blocks may get fewer chunks). A shard of one chunk has
 // nothing to overlap: its encode, its transfer and its decode run one after the other, and a
 // few chunks leave the pipeline's fill and drain long (host two-shot, 4 ranks, bf16 int4 over a
 // 1 Gbit/s link: AllReduce 3.2x at 4 MiB with 1 MiB chunks, 3.7x with 256 KiB; ReduceScatter
@@ -60,8 +61,8 @@ constexpr size_t kPipelineMinChunkBytes = 64 << 10;
 inline size_t pipelineChunkElems(size_t chunkBytes, size_t elemSize, size_t align, size_t longest) {
   const size_t most = chunkElems(chunkBytes, elemSize, align);
   const size_t least = chunkElems(std::min(chunkBytes, kPipelineMinChunkBytes), elemSize, align);
-  const size_t quarter = (longest + kPipelineChunks - 1) / kPipelineChunks;
-  const size_t want = (quarter + align - 1) / align * align;
+  const size_t part = (longest + kPipelineChunks - 1) / kPipelineChunks;
+  const size_t want = (part + align - 1) / align * align;
   return std::max(least, std::min(most, want));
 }
 

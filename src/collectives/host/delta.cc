@@ -3,8 +3,8 @@
 // buffers. The exact mode (reset, or no codec) is a plain AllGather (HostExecutor::run).
 //
 // Difference mode, rank me, shard n = sendcount elements, out_j = recvbuff + j n:
-//   in chunks k of chunkElems(COCCL_CHUNK_BYTES, sizeof(T), block) elements (the chunks of a
-//   compressed AllGather; the device path cuts the same pieces):
+//   in chunks k of chunkElems(COCCL_CHUNK_BYTES, sizeof(T), block) elements (the device path
+//   cuts the same pieces; the direct AllGather may cut smaller ones, pipelineChunkElems):
 //   post(k):   d = fp32(in) - fp32(out_me) (kernels/delta_math.h), payload = encode(d as fp32),
 //              sent to every peer; receives of every peer's chunk-k payload posted; then the
 //              own payload is decoded and added to out_me like every other rank will
