@@ -19,7 +19,6 @@
 #include <random>
 
 #include "codecs/abi/registry.h"
-#include "kernels/float_convert.h"
 #include "tp_data.h"
 #include "two_level_reference.h"
 
@@ -37,31 +36,29 @@ LevelErrors levelErrors(const Case& c, const std::vector<std::vector<char>>& in)
   std::vector<size_t> wire;
   std::vector<std::vector<double>> level1;
   const auto out = reference(c, *intra, *inter, in, size_t{1} << 20, &wire, &level1);
-  auto value = [&](const std::vector<char>& b, size_t i) -> double {
-    if (c.dt == cocclFloat32) {
-      float f;
-      std::memcpy(&f, b.data() + 4 * i, 4);
-      return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, b.data() + 2 * i, 2);
-    return c.dt == cocclBfloat16 ? kmath::bf16ToFloat(h) : kmath::fp16ToFloat(h);
+  auto toFloats = [&](const std::vector<char>& b) {  // exact: -0 + x is x
+    std::vector<float> f(b.size() / dtypeSize(c.dt), -0.0f);
+    accumulateToFloat(b.data(), c.dt, f.size(), f.data());
+    return f;
   };
+  std::vector<std::vector<float>> x;
+  for (const auto& b : in) x.push_back(toFloats(b));
   double e1 = 0, e2 = 0, et = 0, ref = 0;
   const int outs = c.allReduce ? 1 : c.p;  // AllReduce outputs are the same on every rank
-  for (int r = 0; r < outs; ++r)
+  for (int r = 0; r < outs; ++r) {
+    const std::vector<float> o = toFloats(out[static_cast<size_t>(r)]);
     for (size_t i = 0; i < c.count; ++i) {
       const size_t at = c.allReduce ? i : static_cast<size_t>(r) * c.count + i;
       double exact = 0;
-      for (int q = 0; q < c.p; ++q) exact += value(in[static_cast<size_t>(q)], at);
+      for (int q = 0; q < c.p; ++q) exact += x[static_cast<size_t>(q)][at];
       if (c.op == cocclAvg) exact /= c.p;
       const double l1 = level1[static_cast<size_t>(r)][i];
-      const double o = value(out[static_cast<size_t>(r)], i);
       e1 += (l1 - exact) * (l1 - exact);
-      e2 += (o - l1) * (o - l1);
-      et += (o - exact) * (o - exact);
+      e2 += (o[i] - l1) * (o[i] - l1);
+      et += (o[i] - exact) * (o[i] - exact);
       ref += exact * exact;
     }
+  }
   return {std::sqrt(e1 / ref), std::sqrt(e2 / ref), std::sqrt(et / ref)};
 }
 
