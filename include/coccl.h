@@ -257,7 +257,10 @@ COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm);
 COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm);
 
 /* Writes the communicator's asynchronous error state (cocclSuccess while healthy; the error
- * that broke it otherwise) to *asyncError. Cheap (one atomic load) and thread-safe.
+ * that broke it otherwise) to *asyncError. Thread-safe and cheap: an atomic load, plus at most
+ * every 10 ms a non-blocking poll of the connections to the peers, so that a peer that died or
+ * aborted while no call was in flight breaks the communicator here too (cocclRemoteError; the
+ * message in cocclGetLastError), as a watchdog polling it expects.
  * Errors: cocclInvalidArgument (NULL). */
 COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* asyncError);
 

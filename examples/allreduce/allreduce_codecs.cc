@@ -25,6 +25,8 @@ void check(cocclResult_t r, const char* what, cocclComm_t comm = nullptr) {
                              cocclGetLastError(comm));
 }
 
+// The deleters run only when an exception leaves early (their results cannot be returned
+// from a destructor); the normal path finalizes and destroys explicitly and checks both.
 struct CommDeleter {
   void operator()(cocclComm* c) const {
     cocclCommFinalize(c);
@@ -92,7 +94,8 @@ int main(int argc, char** argv) {
       if (!(e < tol)) throw std::runtime_error(std::string(spec) + ": relative L2 " + std::to_string(e));
       if (rank == 0)
         std::printf("allreduce %-22s codec %-52s wire %8zu B of %8zu B, relL2 %.2e\n", spec,
-                    st.codec, st.wireBytesSent, st.logicalBytes, e);
+                    cocclCodecName(codec.get()), st.wireBytesSent, st.logicalBytes, e);
+      check(cocclCodecDestroy(codec.release()), "cocclCodecDestroy");
     }
     // ReduceScatter then AllGather of the result with another codec.
     Codec rsCodec = makeCodec("int8:block=256"), agCodec = makeCodec("fp8_ash_ds");
@@ -105,6 +108,10 @@ int main(int argc, char** argv) {
     std::vector<double> want(sum.begin(), sum.begin() + static_cast<long>(all.size()));
     const double e = relL2(all, want);
     if (!(e < 0.06)) throw std::runtime_error("reduce-scatter + all-gather: relative L2 " + std::to_string(e));
+    check(cocclCodecDestroy(rsCodec.release()), "cocclCodecDestroy");
+    check(cocclCodecDestroy(agCodec.release()), "cocclCodecDestroy");
+    check(cocclCommFinalize(comm.get()), "cocclCommFinalize", comm.get());
+    check(cocclCommDestroy(comm.release()), "cocclCommDestroy");
     std::printf("rank %d of %d: allreduce_codecs OK (reduce-scatter int8 + all-gather fp8 relL2 %.2e)\n",
                 rank, nranks, e);
     return 0;

@@ -1,10 +1,13 @@
 /* AllReduce on host buffers, the unique id passed through a file.
  *
  *   ./allreduce_file_id ID_FILE RANK NRANKS      (or RANK, WORLD_SIZE in the environment)
- *   for r in 0 1 2 3; do ./allreduce_file_id /tmp/coccl.id $r 4 & done; wait
+ *   rm -f /tmp/coccl.id; for r in 0 1 2 3; do ./allreduce_file_id /tmp/coccl.id $r 4 & done; wait
  *
  * Rank 0 creates the id (cocclGetUniqueId) and writes it to ID_FILE (a temporary name, then
- * rename: the others never read half a file); the others wait for the file (up to 60 s). Each
+ * rename: the others never read half a file); the others wait for the file (up to 60 s). A
+ * file left by a run that died holds a stale id, which ranks other than 0 may read before rank
+ * 0 replaces it (their init then fails, and rank 0 waits up to COCCL_TIMEOUT_MS for them):
+ * remove it before a launch, as the line above does, or use a fresh name a run. Each
  * rank contributes x[i] = rank + i / count; the sum is checked against the exact value. */
 #include <errno.h>
 #include <string.h>

@@ -60,8 +60,14 @@ bool deviceSupport() { return true; }
 
 int selectDevice(int proc, int thread, int nThreads) {
   int n = 0;
-  check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
-  if (n < 1) throw PerfError("--mem device: no CUDA device visible");
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  // Without a GPU (or its driver) the runtime says "insufficient driver" or "no device": say
+  // what it means here first.
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+    throw PerfError(std::string("--mem device: no usable CUDA device on this machine (") +
+                    cudaGetErrorString(e) + "); use --mem host");
+  check(e, "cudaGetDeviceCount");
+  if (n < 1) throw PerfError("--mem device: no CUDA device visible; use --mem host");
   int local = -1;
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "MPI_LOCALRANKID",
                         "SLURM_LOCALID"})

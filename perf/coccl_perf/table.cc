@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -161,14 +162,19 @@ void Table::header() {
               o_.mem.c_str(),
               o_.average == 0 ? "rank 0" : o_.average == 1 ? "mean" : o_.average == 2 ? "min"
                                                                                       : "max");
-  if (o_.codecMode == CodecMode::Policy)
-    std::printf("# Codec: policy (plain calls; COCCL_CODEC* and COCCL_COMPRESS_MIN_BYTES "
-                "decide)\n");
+  if (o_.codecMode == CodecMode::Policy) {
+    const char* file = std::getenv("COCCL_POLICY");
+    if (file && *file)
+      std::printf("# Codec: policy (plain calls; the rules of COCCL_POLICY=%s, then COCCL_CODEC* "
+                  "and COCCL_COMPRESS_MIN_BYTES decide)\n", file);
+    else
+      std::printf("# Codec: policy (plain calls; COCCL_CODEC* and COCCL_COMPRESS_MIN_BYTES "
+                  "decide)\n");
+  }
   else
     std::printf("# Codec: %s%s\n", info_.codecCanonical.c_str(),
                 o_.codecMode == CodecMode::None ? " (exact path)" : " (every size)");
-  if (o_.coll == Coll::AllReduce || o_.coll == Coll::ReduceScatter ||
-      o_.coll == Coll::AllGather)
+  if (collTakesCodec(o_.coll))
     std::printf("# ratio = wire bytes of the call with codec none / wire bytes of the call "
                 "(summed over ranks)\n");
   std::printf("#\n# Using devices\n");

@@ -5,7 +5,9 @@
 // CODEC is one of (README "Codec conformance checker"):
 //   a codec spec        int8, fp8_ash_ds:block=64, or a codec COCCL_CODEC_PLUGIN loaded;
 //   a plug-in name      foo: not a registered codec, so libcoccl-codec-foo.so is loaded (beside
-//                       this executable, in its coccl/ subfolder, then the loader's path) and
+//                       this executable, in its coccl/ subfolder (in the build tree a link to the
+//                       plug-ins beside libcoccl), in <prefix>/lib/coccl/ from <prefix>/bin, then
+//                       the loader's path) and
 //                       CODEC is used as the spec (foo:block=16 passes its parameters);
 //   a plug-in path      anything with a '/' or ending in .so: loaded, then its codec is used.
 // SPEC (optional) gives the parameters when CODEC has none: either "key=value,..." or a whole
@@ -67,8 +69,9 @@ int main(int argc, char** argv) {
                "elementErrorBound, partial blocks, non-finite input, decodeReduceEncode, "
                "random payloads.\n"
                "CODEC is a codec spec (int8, fp8_ash_ds:block=64), a bare plug-in name (foo: "
-               "libcoccl-codec-foo.so beside this executable, in its coccl/ subfolder, then on "
-               "the loader's path) or a plug-in path (with a '/' or ending in .so). SPEC gives "
+               "libcoccl-codec-foo.so beside this executable, in its coccl/ subfolder, in "
+               "<prefix>/lib/coccl/ for an executable in <prefix>/bin, then on the loader's "
+               "path) or a plug-in path (with a '/' or ending in .so). SPEC gives "
                "the parameters when CODEC has none: 'key=value,...' or 'name:key=value,...' "
                "with the codec's own name. Examples: coccl_codec_check int8:block=64; "
                "coccl_codec_check ./libcoccl-codec-foo.so block=16; coccl_codec_check foo "

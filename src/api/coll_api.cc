@@ -23,8 +23,9 @@ void checkOp(cocclRedOp_t op) {
 // Total bytes of `count` elements times `mult`, rejecting size_t overflow.
 size_t checkedBytes(size_t count, size_t mult, cocclDataType_t dt) {
   size_t es = dtypeSize(dt);
-  COCCL_CHECK_ARG(mult == 0 || count <= SIZE_MAX / mult / es, "count %zu x %zu overflows", count,
-                  mult);
+  COCCL_CHECK_ARG(mult == 0 || count <= SIZE_MAX / mult / es,
+                  "count %zu overflows: %zu x %zu x %zu-byte elements is more than SIZE_MAX bytes",
+                  count, count, mult, es);
   return count * mult * es;
 }
 

@@ -261,7 +261,21 @@ COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* 
   if (!isLiveComm(comm))
     return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
                        "comm is not a live communicator (destroyed or aborted already?)");
-  *asyncError = comm->impl ? comm->impl->asyncError() : cocclInProgress;
+  if (!comm->impl) {
+    *asyncError = cocclInProgress;
+    return cocclSuccess;
+  }
+  Communicator& c = *comm->impl;
+  cocclResult_t e = c.asyncError();
+  if (e == cocclSuccess) {
+    try {
+      c.pollPeers();
+    } catch (const Error& err) {  // a peer that died or aborted while this rank was idle
+      reportError(comm, "cocclCommGetAsyncError", err.code(), err.what());
+      e = c.asyncError() != cocclSuccess ? c.asyncError() : err.code();
+    }
+  }
+  *asyncError = e;
   return cocclSuccess;
 }
 

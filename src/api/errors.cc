@@ -9,7 +9,7 @@ cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
   setLastError(full);
   const bool communication = code == cocclSystemError || code == cocclRemoteError ||
                              code == cocclInternalError || code == cocclUnhandledCudaError;
-  if (comm && communication && isLiveComm(comm) && comm->impl) comm->impl->fail(code);
+  if (comm && communication && isLiveComm(comm) && comm->impl) comm->impl->fail(code, full);
   return code;
 }
 

@@ -4,6 +4,7 @@
 // (so exchange patterns cannot deadlock) and collectives run in turn. Several communicators
 // driven by one thread run concurrently, one thread each (the caller's and pooled workers that
 // later groups reuse), as their ranks must progress together.
+#include <exception>
 #include <vector>
 
 #include "api/api_internal.h"
@@ -24,9 +25,28 @@ cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
     for (const QueuedOp* op : ops)
       if (op->isP2P && op->p2pCodec) checkLiveCodec(op->p2pCodec);
     std::lock_guard<std::mutex> lock(comm->opMutex);
+    // Every part runs even after one failed, while the communicator stays usable: a Send/Recv
+    // pair that disagreed fails its group's P2P part, and the collectives queued behind it
+    // (whose call numbers are taken) must still meet their peers' calls, or the ranks fall out
+    // of step. The first error is the group's.
+    std::exception_ptr first;
+    auto attempt = [&](auto&& part) {
+      if (first) {
+        try {
+          c.checkUsable();
+        } catch (...) {
+          return;  // broken or aborted: what is left cannot run
+        }
+      }
+      try {
+        part();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    };
     std::vector<CollRequest> batch;
     auto flush = [&] {
-      if (!batch.empty()) c.runP2P(batch);
+      if (!batch.empty()) attempt([&] { c.runP2P(batch); });
       batch.clear();
     };
     for (QueuedOp* op : ops) {
@@ -34,10 +54,11 @@ cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
         batch.push_back(op->p2p);
       } else {
         flush();
-        op->run();
+        attempt([&] { op->run(); });
       }
     }
     flush();
+    if (first) std::rethrow_exception(first);
   });
 }
 

@@ -111,5 +111,8 @@ using CodecPtr = std::shared_ptr<const Codec>;
 CodecPtr makeCodec(const std::string& spec);
 // Names of the registered codecs.
 std::string codecNames();
+// The message of a codec that refuses `count` elements of dt (encodedBytes 0 for count > 0:
+// e.g. tah's counts that are not whole rows), naming the count and the block.
+std::string countRefusal(const Codec& c, size_t count, cocclDataType_t dt);
 
 }  // namespace coccl

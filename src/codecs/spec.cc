@@ -99,7 +99,7 @@ float SpecReader::getFloat(const char* key, float def, double lo, double hi) {
   if (errno != 0 || end == v->c_str() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
     bad(spec_, std::string(key) + " must be a number in [" + formatFloat(static_cast<float>(lo)) +
                    ", " + formatFloat(static_cast<float>(hi)) + "] (got '" + *v + "')");
-  return x;
+  return x == 0.0f ? 0.0f : x;  // -0 reads as 0: one canonical spec ("lambda=0") for both
 }
 
 std::string SpecReader::getWord(const char* key, const std::string& def,

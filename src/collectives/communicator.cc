@@ -1,6 +1,7 @@
 #include "collectives/communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <initializer_list>
 #include <vector>
@@ -217,11 +218,17 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
   const int p = nranks();
   const size_t bytes = logicalBytes(r, p);
   const bool reset = (flags & COCCL_DELTA_RESET) != 0;
-  r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.count, r.codec);
+  // A codec passed for the call that refuses the count enters the header as it is, so that
+  // the ranks still compare it (one rank refusing alone would leave the others waiting for its
+  // header); once they agree, a reset call runs exact (it is a plain AllGather) and any other
+  // fails with the refusal on every rank.
+  const bool refused = r.codec && CodecPolicy::compressible(r.codec, Coll::AllGather, r.dt, r.op) &&
+                       CodecPolicy::refusesCount(*r.codec, r.count, r.dt);
+  if (!refused) r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.count, r.codec);
   r.interCodec = nullptr;
   r.mem = kindOf(r, rank());
   const bool device = r.mem == MemKind::Device;
-  const bool delta = r.codec && !reset;
+  const bool delta = r.codec && !reset && !refused;
   // What this rank sends each peer: the chunks' payloads, or the shard's bytes.
   uint64_t payload = r.count * dtypeSize(r.dt);
   if (delta) {
@@ -237,6 +244,8 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
       makeDeltaHeader(flags, r.count, r.dt, device, r.codec, delta, payload));
   const std::string why = deltaMismatch(all);
   if (!why.empty()) COCCL_THROW(cocclInvalidUsage, "%s", why.c_str());
+  if (refused && !reset)
+    COCCL_THROW(cocclInvalidArgument, "%s", countRefusal(*r.codec, r.count, r.dt).c_str());
   const size_t headerBytes = static_cast<size_t>(p - 1) * kDeltaHeaderBytes;
   if (!delta) {
     r.codec = nullptr;
@@ -244,6 +253,7 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
     beginStats(bytes, nullptr);
     x.run(r, stats_);
     stats_.wireBytesSent += headerBytes;
+    totals_[static_cast<int>(Coll::AllGather)].add(stats_);
     return;
   }
   beginStats(bytes, r.codec);
@@ -267,6 +277,7 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
                       stats_);
   }
   stats_.wireBytesSent += headerBytes;
+  totals_[static_cast<int>(Coll::AllGather)].add(stats_);  // the destroy line's AllGather row
 }
 
 void Communicator::runP2P(std::vector<CollRequest> group) {
@@ -281,7 +292,11 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
     // Both ends of a message ask the same SENDRECV entry with the same count and type, so they
     // decide alike; where they do not (per-call codecs, other settings) the host executor's
     // header check fails both.
-    o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec);
+    if (o.codec && CodecPolicy::compressible(o.codec, o.coll, o.dt, o.op) &&
+        CodecPolicy::refusesCount(*o.codec, o.count, o.dt))
+      o.refused = true;  // kept: the header check fails both ends (request.h)
+    else
+      o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec);
     o.interCodec = nullptr;
     if (o.coll == Coll::Send) sent += logicalBytes(o, nranks());
     if (!o.count || !o.p2pBuffer()) continue;
@@ -293,6 +308,9 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   const MemKind mem = dev ? MemKind::Device : MemKind::Host;
   for (CollRequest& o : group) {
     o.mem = mem;
+    // Device paths check the count at this end only (before any header), as before.
+    if (o.refused && mem == MemKind::Device)
+      COCCL_THROW(cocclInvalidArgument, "%s", countRefusal(*o.codec, o.count, o.dt).c_str());
     // A codec without device launchers runs exact on device buffers; both ends drop it alike
     // (each end's buffers are device memory), so the message still matches.
     if (o.codec && mem == MemKind::Device && !o.codec->hasDeviceOps()) {
@@ -335,11 +353,22 @@ cocclResult_t Communicator::asyncError() const {
   return cocclSuccess;
 }
 
+void Communicator::pollPeers() {
+  using namespace std::chrono;
+  const int64_t now =
+      duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  int64_t last = lastPeerPollMs_.load(std::memory_order_relaxed);
+  if (now - last < 10 ||
+      !lastPeerPollMs_.compare_exchange_strong(last, now, std::memory_order_relaxed))
+    return;
+  ctx_.bootstrap().checkPeers();
+}
+
 void Communicator::checkUsable() const {
   if (ctx_.aborted()) COCCL_THROW(cocclInvalidUsage, "communicator was aborted");
   cocclResult_t e = asyncError();
   if (e == cocclSuccess) return;
-  std::string why;
+  std::string why = ctx_.hostError() != cocclSuccess ? ctx_.hostErrorMessage() : "";
   for (const auto& x : executors_)
     if (why.empty()) why = x->asyncErrorMessage();
   COCCL_THROW(cocclInvalidUsage,

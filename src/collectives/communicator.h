@@ -65,14 +65,22 @@ class Communicator {
 
   // Error state: fail() records an error of a host operation (first wins) and closes the
   // bootstrap; asyncError() is that error, else one an executor raised.
-  void fail(cocclResult_t code) { ctx_.fail(code); }
+  void fail(cocclResult_t code, const std::string& what = "") { ctx_.fail(code, what); }
   cocclResult_t asyncError() const;
+  // For cocclCommGetAsyncError while no call may be in flight: at most every 10 ms, a
+  // non-blocking look at the bootstrap connections (Bootstrap::checkPeers), which throws
+  // cocclRemoteError for a peer that died or aborted. Calls look there as they wait; an idle
+  // rank only learns of it here (PyTorch's watchdog polls ncclCommGetAsyncError).
+  void pollPeers();
   // Throws cocclInvalidUsage if the communicator is aborted or broken.
   void checkUsable() const;
   // From any thread: stop what is in flight (the running call throws promptly).
   void requestAbort();
   // Waits for this rank's device work and its peers' consumption of it, then a barrier.
   void finalize();
+  // The calls of one kind so far (Coll::Send: Send/Recv groups; weight-difference AllGathers
+  // count as AllGather), what the INFO line at destroy prints.
+  const CollTotals& totals(Coll c) const { return totals_[static_cast<int>(c)]; }
 
  private:
   Executor& route(CollRequest& r);
@@ -88,6 +96,7 @@ class Communicator {
   std::string deviceOff_;  // why there is no device executor ("" when there is one)
   std::atomic<bool> saidFallback_{false};
   std::atomic<uint64_t> callSeq_{0};
+  std::atomic<int64_t> lastPeerPollMs_{INT64_MIN / 2};
   CollStats stats_;
   CollTotals totals_[kCollKinds];  // per Coll (Send: Send/Recv groups), summed at destroy
 };

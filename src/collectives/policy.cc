@@ -67,10 +67,8 @@ CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, coccl
                                         size_t bytes, size_t count, const Codec* forced) const {
   if (forced) {
     if (!compressible(forced, kind, dt, op)) return Choice{};
-    COCCL_CHECK_ARG(!refusesCount(*forced, count, dt),
-                    "codec %s refuses a count of %zu %s elements: the codec takes whole blocks "
-                    "of %zu elements only (its encodedBytes is 0 for this count)",
-                    forced->spec().c_str(), count, dtypeName(dt), forced->blockElems());
+    if (refusesCount(*forced, count, dt))
+      COCCL_THROW(cocclInvalidArgument, "%s", countRefusal(*forced, count, dt).c_str());
     return Choice{forced, nullptr, forced->name()};
   }
   const unsigned bit = kindBit(kind);

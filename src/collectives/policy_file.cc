@@ -1,13 +1,14 @@
 #include "collectives/policy_file.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "collectives/policy_json.h"
 #include "core/dtype.h"
@@ -70,7 +71,7 @@ uint64_t bytesValue(const Where& w, const JsonValue& v, const char* what) {
     else if (unit == "K" || unit == "k" || unit == "KiB") shift = 10;
     else if (unit == "M" || unit == "m" || unit == "MiB") shift = 20;
     else if (unit == "G" || unit == "g" || unit == "GiB") shift = 30;
-    if (digits > 0 && digits <= 18 && shift >= 0) {
+    if (digits > 0 && digits <= 19 && shift >= 0) {  // 19 digits fit in uint64_t
       const uint64_t x = std::stoull(s.substr(0, digits));
       if (x <= (static_cast<uint64_t>(INT64_MAX) >> shift)) return x << shift;
     }
@@ -345,20 +346,39 @@ PolicyFile parsePolicyText(const std::string& text, const std::string& path) {
 }
 
 PolicyFile loadPolicyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  // Opened without blocking and read only when it is a regular file: a FIFO (or a device)
+  // would block init forever, past COCCL_TIMEOUT_MS.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     COCCL_THROW(cocclInvalidArgument, "policy file '%s': cannot read it: %s", path.c_str(),
                 std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    COCCL_THROW(cocclInvalidArgument, "policy file '%s': cannot read it: %s", path.c_str(),
+                std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    COCCL_THROW(cocclInvalidArgument, "policy file '%s': not a regular file (a %s)", path.c_str(),
+                S_ISDIR(st.st_mode)    ? "directory"
+                : S_ISFIFO(st.st_mode) ? "FIFO"
+                : S_ISSOCK(st.st_mode) ? "socket"
+                                       : "device");
   std::string text;
   char buf[65536];
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      COCCL_THROW(cocclInvalidArgument, "policy file '%s': cannot read it: %s", path.c_str(),
+                  std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
     if (text.size() > kMaxFileBytes)
       COCCL_THROW(cocclInvalidArgument, "policy file '%s': larger than 1 MiB", path.c_str());
   }
-  if (in.bad())
-    COCCL_THROW(cocclInvalidArgument, "policy file '%s': cannot read it: %s", path.c_str(),
-                std::strerror(errno));
   return parsePolicyText(text, path);
 }
 

@@ -66,14 +66,12 @@ class TreeBuilder {
     return add(std::move(x));
   }
   bool number_unsigned(json::number_unsigned_t v) {
+    if (v > static_cast<uint64_t>(INT64_MAX))
+      return fail(line(), "the integer " + std::to_string(v) +
+                              " is out of range (at most 9223372036854775807)");
     JsonValue x;
-    if (v <= static_cast<uint64_t>(INT64_MAX)) {
-      x.kind = JsonValue::Int;
-      x.i = static_cast<int64_t>(v);
-    } else {
-      x.kind = JsonValue::Float;
-      x.f = static_cast<double>(v);
-    }
+    x.kind = JsonValue::Int;
+    x.i = static_cast<int64_t>(v);
     return add(std::move(x));
   }
   bool number_float(json::number_float_t v, const json::string_t&) {
@@ -83,6 +81,9 @@ class TreeBuilder {
     return add(std::move(x));
   }
   bool string(json::string_t& v) {
+    // A NUL would cut the name short where it is used as a C string ("int8\u0000junk").
+    if (v.find('\0') != std::string::npos)
+      return fail(line(), "a string holds a NUL character (\\u0000)");
     JsonValue x;
     x.kind = JsonValue::String;
     x.s = v;

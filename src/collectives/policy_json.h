@@ -16,7 +16,7 @@ struct JsonValue {
   Kind kind = Null;
   int line = 0;             // 1-based line of the value (of its opening bracket for containers)
   bool b = false;           // Bool
-  int64_t i = 0;            // Int (integers beyond int64 are Float)
+  int64_t i = 0;            // Int (integers beyond int64 are a parse error)
   double f = 0;             // Float
   std::string s;            // String
   std::vector<JsonValue> items;                            // Array, in order

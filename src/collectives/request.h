@@ -48,6 +48,10 @@ struct CollRequest {
   // Collectives: this call's number on the communicator (Communicator::nextCallSeq, taken by
   // the C API before the argument checks); compared across ranks (call_desc.h).
   uint64_t seq = 0;
+  // Send / Recv on host buffers: `codec` (passed for this call) refuses `count`. The message
+  // still goes through the header check with that codec, so both ends fail alike: a mismatch
+  // if the other end passed something else, else the refusal at both (host/p2p.cc).
+  bool refused = false;
 
   bool isP2P() const { return coll == Coll::Send || coll == Coll::Recv; }
   int peer() const { return root; }

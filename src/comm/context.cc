@@ -32,10 +32,18 @@ int CommContext::resolveRanksPerNode() const {
   return L;
 }
 
-void CommContext::fail(cocclResult_t code) {
+void CommContext::fail(cocclResult_t code, const std::string& what) {
   int expected = cocclSuccess;
-  error_.compare_exchange_strong(expected, code);
+  if (error_.compare_exchange_strong(expected, code)) {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    errorMessage_ = what;
+  }
   bootstrap_->abort();
+}
+
+std::string CommContext::hostErrorMessage() const {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  return errorMessage_;
 }
 
 }  // namespace coccl

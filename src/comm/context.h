@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "coccl.h"
 #include "comm/config.h"
@@ -37,9 +39,11 @@ class CommContext {
 
   // Records an error of a host operation (first one wins) and closes the bootstrap so that
   // peers blocked on this rank fail fast instead of waiting for their timeout.
-  void fail(cocclResult_t code);
-  // The first error fail() recorded, else cocclSuccess.
+  // `what`: its message (the first error's is kept for hostErrorMessage).
+  void fail(cocclResult_t code, const std::string& what = "");
+  // The first error fail() recorded, else cocclSuccess; and its message ("" if none was given).
   cocclResult_t hostError() const { return static_cast<cocclResult_t>(error_.load()); }
+  std::string hostErrorMessage() const;
   // Raises the abort flag (calls in flight see it and throw). The communicator then aborts its
   // executors and closes the bootstrap (Communicator::requestAbort).
   void setAborted() { abort_.store(true, std::memory_order_release); }
@@ -56,6 +60,8 @@ class CommContext {
   int ranksPerNode_ = 1;
   std::atomic<bool> abort_{false};
   std::atomic<int> error_{cocclSuccess};
+  mutable std::mutex errorMu_;
+  std::string errorMessage_;  // of the first fail(), under errorMu_
 };
 
 }  // namespace coccl

@@ -112,6 +112,12 @@ void readRow(const EnvRow& r) {
                      accepted.c_str());
     }
   }
+  if (set && r.kind == EnvRow::String && r.str == &Env::debugSubsys) {
+    const std::string bad = unknownLogSubsys(v);
+    if (!bad.empty())
+      COCCL_WARN("%s=%s: no subsystem %s (known: INIT, COLL, CODEC, NET, BOOTSTRAP, TRANSPORT, "
+                 "ENV, ALLOC, CUDA, ALL); ignored", r.name, v, bad.c_str());
+  }
   if (r.kind == EnvRow::String)
     g_env.*(r.str) = str;
   else

@@ -100,6 +100,18 @@ const char* levelName(LogLevel l) {
 
 }  // namespace
 
+std::string unknownLogSubsys(const std::string& list) {
+  std::string s = !list.empty() && list[0] == '^' ? list.substr(1) : list, bad;
+  for (size_t pos = 0; pos <= s.size();) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    const std::string name = s.substr(pos, comma - pos);
+    if (!name.empty() && subsysBit(name) == 0) bad += (bad.empty() ? "" : ",") + name;
+    pos = comma + 1;
+  }
+  return bad;
+}
+
 bool parseLogLevel(const char* s, LogLevel* level) {
   static const struct {
     const char* name;

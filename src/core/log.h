@@ -27,6 +27,9 @@ enum LogSubsys : uint32_t {
 // A COCCL_DEBUG value (VERSION, WARN, INFO, TRACE or NONE, any case): false for another one
 // (logging then stays off; env() warns). Logging reads COCCL_DEBUG* itself, before env().
 bool parseLogLevel(const char* s, LogLevel* level);
+// The names of a COCCL_DEBUG_SUBSYS list ("INIT,COLL" or "^NET") that name no subsystem,
+// comma-separated; "" when every name is known (empty names are ignored).
+std::string unknownLogSubsys(const std::string& list);
 
 bool logEnabled(LogLevel level, uint32_t subsys);
 void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt, ...)

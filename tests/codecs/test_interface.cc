@@ -223,6 +223,12 @@ TEST(Interface, AvgScaleGivesTheMean) {
   }
 }
 
+// Spellings of one parameter value give one canonical spec (ranks compare specs): -0 is 0.
+TEST(Interface, NegativeZeroParameterIsZero) {
+  EXPECT_EQ(makeCodec("fp8_ash_ds:lambda=-0")->spec(), makeCodec("fp8_ash_ds:lambda=0")->spec());
+  EXPECT_EQ(makeCodec("fp8_ash_ds:lambda=-0.0")->spec().find("lambda=-"), std::string::npos);
+}
+
 TEST(Interface, PropertiesAndTypes) {
   for (const std::string& spec : allSpecs()) {
     CodecPtr c = makeCodec(spec);

@@ -26,7 +26,9 @@ inline bool haveInt4() {
 
 // COCCL_* variables are read once per process: before the first coccl call.
 inline void setupEnv() {
-#ifdef COCCL_INT4_PLUGIN
+#if defined(COCCL_INT4_PLUGIN) && defined(COCCL_TAH_PLUGIN)
+  setenv("COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN "," COCCL_TAH_PLUGIN, 1);
+#elif defined(COCCL_INT4_PLUGIN)
   setenv("COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN, 1);
 #endif
 }

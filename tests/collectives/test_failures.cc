@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,6 +54,62 @@ TEST(Failures, KilledProcessMidAllReduce) {
       for (;;) cocclAllReduce(a.data(), b.data(), a.size(), cocclFloat32, cocclSum, r.comm, nullptr);
     }
     survivorLoop(r);
+  }, o);
+}
+
+// A rank killed right after init, before any call: the survivors' first call fails with
+// cocclRemoteError (the peer is gone), not a system error, and the message names a rank; the
+// next call's "broken by an earlier error" repeats the first error's message. Before, UCX's
+// "Shared memory error" of the dead peer's segment came back as cocclSystemError naming no rank.
+TEST(Failures, KilledBeforeTheFirstCall) {
+  RunOptions o;
+  o.config = configWithTimeout(60000);
+  o.expectKilled = {0};
+  runRanks(3, Mode::Processes, [](Rank& r) {
+    if (r.rank == 0) kill(getpid(), SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::vector<float> a(1 << 16, 1.0f), b(1 << 16);
+    const auto start = Clock::now();
+    const cocclResult_t res =
+        cocclAllReduce(a.data(), b.data(), a.size(), cocclFloat32, cocclSum, r.comm, nullptr);
+    const std::string first = cocclGetLastError(r.comm);
+    EXPECT_EQ(res, cocclRemoteError) << "rank " << r.rank << ": " << first;
+    EXPECT_NE(first.find("rank "), std::string::npos) << first;
+    EXPECT_LT(secondsSince(start), 15.0);
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 16, cocclFloat32, cocclSum, r.comm, nullptr),
+              cocclInvalidUsage);
+    const std::string next = cocclGetLastError(r.comm);
+    EXPECT_NE(next.find("broken by an earlier error"), std::string::npos) << next;
+    EXPECT_NE(next.find("cocclAllReduce: "), std::string::npos) << "the first message: " << next;
+  }, o);
+}
+
+// Ranks that make no call learn of a peer that aborted through cocclCommGetAsyncError, which
+// polls the connections: before, it only read the state, and an idle survivor saw
+// cocclSuccess for as long as it made no call.
+TEST(Failures, IdleSurvivorsSeeAnAbortThroughGetAsyncError) {
+  RunOptions o;
+  o.config = configWithTimeout(60000);
+  o.expectKilled = {0};
+  runRanks(3, Mode::Processes, [](Rank& r) {
+    if (r.rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      kill(getpid(), SIGKILL);
+    }
+    const auto start = Clock::now();
+    cocclResult_t async = cocclSuccess;
+    while (async == cocclSuccess && secondsSince(start) < 20.0) {
+      ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(async, cocclRemoteError) << "rank " << r.rank;
+    EXPECT_LT(secondsSince(start), 5.0) << "rank " << r.rank;
+    EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("cocclCommGetAsyncError"),
+              std::string::npos)
+        << cocclGetLastError(r.comm);
+    std::vector<float> a(16, 1.0f);
+    EXPECT_EQ(cocclAllReduce(a.data(), a.data(), 16, cocclFloat32, cocclSum, r.comm, nullptr),
+              cocclInvalidUsage);
   }, o);
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -339,6 +340,44 @@ TEST(HostAgreementSeq, GroupedCollectivesAgree_threads_2ranks) {
     EXPECT_EQ(a[0], 2.f);
     EXPECT_EQ(b[0], 4.f);
   });
+}
+
+// A Send/Recv pair of a group that disagrees fails its two ends, and the collectives queued
+// behind it in the same group still run: before, the group stopped at the failed part, so
+// those collectives (whose call numbers were taken) never met the third rank's, which then
+// failed with "call number differs" and every later call was out of step.
+TEST(HostAgreementSeq, GroupedCollectiveRunsAfterAFailedPair_threads_3ranks) {
+  RunOptions o;
+  o.config.timeoutMs = 30000;
+  runRanks(
+      3, Mode::Threads,
+      [](Rank& r) {
+        std::vector<float> msg(1000, 1.f), in(64, static_cast<float>(r.rank + 1)), out(64, -1.f);
+        ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+        if (r.rank == 0) {
+          EXPECT_EQ(cocclSend(msg.data(), 1000, cocclFloat32, 1, r.comm, nullptr), cocclSuccess);
+        } else if (r.rank == 1) {
+          EXPECT_EQ(cocclRecv(msg.data(), 999, cocclFloat32, 0, r.comm, nullptr), cocclSuccess);
+        }
+        EXPECT_EQ(cocclAllReduce(in.data(), out.data(), 64, cocclFloat32, cocclSum, r.comm, nullptr),
+                  cocclSuccess);
+        const cocclResult_t res = cocclGroupEnd();
+        if (r.rank == 2) {
+          EXPECT_EQ(res, cocclSuccess) << cocclGetLastError(r.comm);
+        } else {
+          EXPECT_EQ(res, cocclInvalidUsage) << "rank " << r.rank;
+          EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("disagree"), std::string::npos)
+              << cocclGetLastError(r.comm);
+        }
+        EXPECT_EQ(out[0], 6.f) << "rank " << r.rank << ": the grouped AllReduce did not run";
+        // and the communicator is in step: the next call agrees everywhere
+        std::fill(out.begin(), out.end(), -1.f);
+        EXPECT_EQ(cocclAllReduce(in.data(), out.data(), 64, cocclFloat32, cocclSum, r.comm, nullptr),
+                  cocclSuccess)
+            << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+        EXPECT_EQ(out[63], 6.f);
+      },
+      o);
 }
 
 }  // namespace

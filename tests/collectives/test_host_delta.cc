@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "api/api_internal.h"
 #include "coll_util.h"
 #include "compressed_util.h"
 #include "harness/harness.h"
@@ -302,6 +303,88 @@ TEST(HostDelta, CallTimes) {
         "cocclAllGatherCodec %.1f us, cocclAllGather (exact) %.1f us a call\n",
         p, n, us[0], us[1], us[2]);
   }
+}
+
+// A reset call is a plain exact AllGather, also with a codec that would refuse its count (tah:
+// whole rows only): before, it failed with "refuses a count"; the next, difference, call then
+// fails with the refusal on every rank.
+TEST(HostDelta, ResetCallIgnoresACodecThatRefusesTheCount) {
+#ifndef COCCL_TAH_PLUGIN
+  GTEST_SKIP() << "no tah plug-in in this build";
+#else
+  setupEnv();
+  const int p = 2;
+  const size_t n = 100;  // not whole rows of 64
+  runRanks(
+      p, Mode::Threads,
+      [&](Rank& r) {
+        CodecHandle codec("tah:row=64");
+        std::vector<uint16_t> send(n), out(n * p, 0xFFFF);
+        for (size_t i = 0; i < n; ++i) send[i] = static_cast<uint16_t>(0x3F80 + r.rank * 7 + i);
+        ASSERT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclBfloat16, codec.c,
+                                      COCCL_DELTA_RESET, r.comm, nullptr),
+                  cocclSuccess)
+            << cocclGetLastError(r.comm);
+        for (int q = 0; q < p; ++q)
+          for (size_t i = 0; i < n; ++i)
+            ASSERT_EQ(out[q * n + i], static_cast<uint16_t>(0x3F80 + q * 7 + i));
+        EXPECT_EQ(cocclAllGatherDelta(send.data(), out.data(), n, cocclBfloat16, codec.c, 0u,
+                                      r.comm, nullptr),
+                  cocclInvalidArgument);
+        EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("refuses a count of 100"),
+                  std::string::npos)
+            << cocclGetLastError(r.comm);
+        // Only rank 1 refuses its count (100; rank 0 passes two whole rows): both ranks get the
+        // disagreement at once, not rank 1 the refusal while rank 0 waits for its header.
+        const size_t mine = r.rank == 0 ? 128 : 100;
+        std::vector<uint16_t> s2(mine, 0x3F80), o2(mine * p, 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_EQ(cocclAllGatherDelta(s2.data(), o2.data(), mine, cocclBfloat16, codec.c, 0u,
+                                      r.comm, nullptr),
+                  cocclInvalidUsage)
+            << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  10.0);
+      },
+      options());
+#endif
+}
+
+// The totals a communicator prints at destroy (COCCL_DEBUG=INFO, "AllGather N calls, M
+// compressed with ...") count the weight-difference AllGathers: before, they were missing, so a
+// training run's log showed its parameter all-gather as never compressed.
+TEST(HostDelta, DestroyTotalsCountTheDifferenceCalls) {
+  setupEnv();
+  const int p = 2;
+  const size_t n = 1000;
+  runRanks(
+      p, Mode::Threads,
+      [&](Rank& r) {
+        CodecHandle codec("int8");
+        std::vector<float> send(n, 0.25f * static_cast<float>(r.rank + 1)), out(n * p);
+        uint64_t logical = 0, wire = 0;
+        for (int call = 0; call < 3; ++call) {
+          if (call == 1)
+            for (float& v : send) v += 1e-3f;
+          const cocclResult_t res =
+              call < 2 ? cocclAllGatherDelta(send.data(), out.data(), n, cocclFloat32, codec.c,
+                                             call == 0 ? COCCL_DELTA_RESET : 0u, r.comm, nullptr)
+                       : cocclAllGather(send.data(), out.data(), n, cocclFloat32, r.comm, nullptr);
+          ASSERT_EQ(res, cocclSuccess) << cocclGetLastError(r.comm);
+          cocclCollStats_t st{};
+          ASSERT_EQ(cocclCommGetLastCollStats(r.comm, &st), cocclSuccess);
+          EXPECT_STREQ(st.codec, call == 1 ? "int8" : "none") << "call " << call;
+          logical += st.logicalBytes;
+          wire += st.wireBytesSent;
+        }
+        const CollTotals& t = r.comm->impl->totals(Coll::AllGather);
+        EXPECT_EQ(t.calls, 3u);
+        EXPECT_EQ(t.compressed, 1u);
+        EXPECT_EQ(t.codec, "int8");
+        EXPECT_EQ(t.logicalBytes, logical);
+        EXPECT_EQ(t.wireBytes, wire);
+      },
+      options());
 }
 
 }  // namespace

@@ -257,4 +257,73 @@ TEST(SendRecvPolicy, EnvironmentProcesses) {
       });
 }
 
+// A per-call codec that refuses the count at one end (tah: whole rows only) fails both ends
+// through the header check: before, the refusing end failed alone before sending its header and
+// its peer waited for COCCL_TIMEOUT_MS, leaving the pair's message numbers out of step.
+struct Refusal {
+  size_t sendCount, recvCount;
+  const char *sendCodec, *recvCodec;
+  cocclResult_t want;
+  const char* says;
+};
+
+TEST(SendRecvRefusal, OneEndRefusingTheCountFailsBothEnds) {
+#ifndef COCCL_TAH_PLUGIN
+  GTEST_SKIP() << "no tah plug-in in this build";
+#else
+  // COCCL_CODEC_PLUGIN is read once a process: ctest runs each test in a process of its own,
+  // where this is the first read; after other tests of the binary it is too late.
+  setenv("COCCL_CODEC_PLUGIN", COCCL_TAH_PLUGIN, 1);
+  cocclCodec_t probe = nullptr;
+  if (cocclCodecCreate("tah:row=64", &probe) != cocclSuccess)
+    GTEST_SKIP() << "tah not loaded in this process (COCCL_CODEC_PLUGIN was read before this "
+                    "test): run it alone, as ctest does";
+  cocclCodecDestroy(probe);
+  const Refusal cases[] = {
+      {128, 100, "tah:row=64", "tah:row=64", cocclInvalidUsage, "count: sender 128, receiver 100"},
+      {100, 128, "tah:row=64", "tah:row=64", cocclInvalidUsage, "count: sender 100, receiver 128"},
+      {100, 100, "tah:row=64", nullptr, cocclInvalidUsage, "receiver none"},
+      {100, 100, "tah:row=64", "tah:row=64", cocclInvalidArgument, "refuses a count of 100"},
+  };
+  RunOptions o;
+  o.config.timeoutMs = 30000;
+  for (const Refusal& c : cases) {
+    runRanks(
+        2, Mode::Threads,
+        [&c](Rank& r) {
+          const bool send = r.rank == 0;
+          const size_t n = send ? c.sendCount : c.recvCount;
+          const char* spec = send ? c.sendCodec : c.recvCodec;
+          cocclCodec_t codec = nullptr;
+          if (spec) {
+            ASSERT_EQ(cocclCodecCreate(spec, &codec), cocclSuccess);
+          }
+          Guarded buf(n * 2, send ? 0x3C : 0xFF);
+          const auto t0 = std::chrono::steady_clock::now();
+          const cocclResult_t res =
+              send ? cocclSendCodec(buf.data(), n, cocclBfloat16, 1, codec, r.comm, nullptr)
+                   : cocclRecvCodec(buf.data(), n, cocclBfloat16, 0, codec, r.comm, nullptr);
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          EXPECT_EQ(res, c.want) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+          EXPECT_NE(std::string(cocclGetLastError(r.comm)).find(c.says), std::string::npos)
+              << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+          EXPECT_LT(s, 10.0) << "rank " << r.rank << " waited";
+          const std::vector<uint8_t> fill(n * 2, send ? 0x3C : 0xFF);
+          EXPECT_EQ(std::memcmp(buf.data(), fill.data(), n * 2), 0);
+          EXPECT_TRUE(buf.guardsIntact());
+          if (codec) cocclCodecDestroy(codec);
+          std::vector<float> v(10, static_cast<float>(r.rank + 1));  // still in step
+          EXPECT_EQ(send ? cocclSend(v.data(), 10, cocclFloat32, 1, r.comm, nullptr)
+                         : cocclRecv(v.data(), 10, cocclFloat32, 0, r.comm, nullptr),
+                    cocclSuccess)
+              << cocclGetLastError(r.comm);
+          EXPECT_EQ(v[9], 1.0f);
+        },
+        o);
+  }
+  unsetenv("COCCL_CODEC_PLUGIN");
+#endif
+}
+
 }  // namespace

@@ -133,6 +133,25 @@ TEST(EnvRows, ChoicesAreCheckedAndCanonical) {
   }
 }
 
+// COCCL_DEBUG_SUBSYS: a name that is no subsystem warns (it used to be dropped silently).
+TEST(EnvRows, UnknownDebugSubsystemsWarn) {
+  EXPECT_EQ(unknownLogSubsys("INIT,coll,^NET"), "^NET");  // '^' only leads the list
+  EXPECT_EQ(unknownLogSubsys("^NET,ALL"), "");
+  EXPECT_EQ(unknownLogSubsys(",INIT,,"), "");
+  EXPECT_EQ(unknownLogSubsys("INIT,FOO,BAR"), "FOO,BAR");
+  {
+    ScopedEnv s("COCCL_DEBUG_SUBSYS", "INIT,FOO");
+    EXPECT_EQ(env().debugSubsys, "INIT,FOO");
+    EXPECT_NE(warning().find("COCCL_DEBUG_SUBSYS=INIT,FOO: no subsystem FOO"), std::string::npos)
+        << warning();
+  }
+  {
+    ScopedEnv s("COCCL_DEBUG_SUBSYS", "^coll,net");
+    (void)env();
+    EXPECT_EQ(warning(), "");
+  }
+}
+
 // Logging parses COCCL_DEBUG itself (before env()): it accepts exactly the row's choices.
 TEST(EnvRows, LogLevelsAreTheDebugRowsChoices) {
   const EnvRow& r = *findEnvRow("COCCL_DEBUG");

@@ -10,6 +10,7 @@
 #include "codecs/abi/builtin.h"
 #include "codecs/abi/loader.h"
 #include "codecs/spec.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace coccl {
@@ -160,6 +161,12 @@ CodecPtr makeCodec(const std::string& spec) {
   }
   return std::make_shared<AbiCodec>(desc, instance, library,
                                     codec_detail::builtinCodec(desc, instance));
+}
+
+std::string countRefusal(const Codec& c, size_t count, cocclDataType_t dt) {
+  return format("codec %s refuses a count of %zu %s elements: the codec takes whole blocks of %zu "
+                "elements only (its encodedBytes is 0 for this count)",
+                c.spec().c_str(), count, dtypeName(dt), c.blockElems());
 }
 
 std::string codecNames() {

@@ -118,7 +118,7 @@ void hostSendRecv(HostExecutor& x, const std::vector<CollRequest>& group) {
     const CollRequest& r = *o.r;
     const size_t raw = r.count * dtypeSize(r.dt);
     o.src = r.in;
-    if (r.codec && r.count) {
+    if (r.codec && r.count && !r.refused) {
       o.staging = x.pool().get(o.mine.payloadBytes);
       r.codec->encode(r.in, r.dt, r.count, o.staging.data());
       o.src = o.staging.data();
@@ -146,6 +146,11 @@ void hostSendRecv(HostExecutor& x, const std::vector<CollRequest>& group) {
       "send/receive");
   for (const Op& o : ops)
     if (!o.mismatch.empty()) COCCL_THROW(cocclInvalidUsage, "%s", o.mismatch.c_str());
+  // The ends agree on a codec that refuses the count (no payload moved): both fail alike.
+  for (const Op& o : ops)
+    if (o.r->refused)
+      COCCL_THROW(cocclInvalidArgument, "%s",
+                  countRefusal(*o.r->codec, o.r->count, o.r->dt).c_str());
 }
 
 }  // namespace coccl

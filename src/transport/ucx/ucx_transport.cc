@@ -17,7 +17,10 @@
 namespace coccl {
 namespace {
 
-[[noreturn]] void throwUcs(const char* what, ucs_status_t st) {
+// `peer` >= 0: the rank at the other end, named in the message. A peer's shared memory
+// segment that is gone (UCS_ERR_SHMEM_SEGMENT: the process exited, e.g. killed before its
+// first call) is a remote error like a reset connection.
+[[noreturn]] void throwUcs(const char* what, ucs_status_t st, int peer = -1) {
   cocclResult_t code = cocclSystemError;
   switch (st) {
     case UCS_ERR_CONNECTION_RESET:
@@ -25,20 +28,23 @@ namespace {
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_REJECTED:
     case UCS_ERR_CANCELED:
+    case UCS_ERR_SHMEM_SEGMENT:
       code = cocclRemoteError;
       break;
     default:
       break;
   }
-  COCCL_THROW(code, "UCX %s failed: %s", what, ucs_status_string(st));
+  if (peer < 0) COCCL_THROW(code, "UCX %s failed: %s", what, ucs_status_string(st));
+  COCCL_THROW(code, "UCX %s rank %d failed: %s%s", what, peer, ucs_status_string(st),
+              code == cocclRemoteError ? " (did that rank exit or abort?)" : "");
 }
 
 constexpr uint64_t kRankBits = 16;
 
 class UcxRequest final : public Request {
  public:
-  UcxRequest(ucp_worker_h worker, void* req, bool isRecv, size_t bytes)
-      : worker_(worker), req_(req), isRecv_(isRecv), bytes_(bytes) {}
+  UcxRequest(ucp_worker_h worker, void* req, bool isRecv, size_t bytes, int peer)
+      : worker_(worker), req_(req), isRecv_(isRecv), bytes_(bytes), peer_(peer) {}
   ~UcxRequest() override {
     if (req_) {
       // Still in flight (an error path unwinding): cancel an unmatched receive so UCX never
@@ -75,7 +81,7 @@ class UcxRequest final : public Request {
                   "a peer sent more than the %zu bytes this rank expected: do all ranks call the "
                   "same collectives in the same order with the same count, datatype and codec?",
                   bytes_);
-    if (st != UCS_OK) throwUcs(isRecv_ ? "receive" : "send", st);
+    if (st != UCS_OK) throwUcs(isRecv_ ? "receive from" : "send to", st, peer_);
     return true;
   }
 
@@ -84,6 +90,7 @@ class UcxRequest final : public Request {
   void* req_;
   bool isRecv_;
   size_t bytes_;
+  int peer_;
 };
 
 class UcxTransport final : public Transport {
@@ -148,8 +155,8 @@ class UcxTransport final : public Transport {
     ucp_request_param_t p;
     std::memset(&p, 0, sizeof(p));
     ucs_status_ptr_t r = ucp_tag_send_nbx(eps_[peer], buf, bytes, fullTag(tag, rank_), &p);
-    if (UCS_PTR_IS_ERR(r)) throwUcs("send", UCS_PTR_STATUS(r));
-    return std::make_unique<UcxRequest>(worker_, r, false, bytes);  // r == NULL: completed in place
+    if (UCS_PTR_IS_ERR(r)) throwUcs("send to", UCS_PTR_STATUS(r), peer);
+    return std::make_unique<UcxRequest>(worker_, r, false, bytes, peer);  // r == NULL: completed in place
   }
 
   RequestPtr irecv(int peer, uint64_t tag, void* buf, size_t bytes) override {
@@ -159,8 +166,8 @@ class UcxTransport final : public Transport {
     p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // always a request: the length is checked
     ucs_status_ptr_t r =
         ucp_tag_recv_nbx(worker_, buf, bytes, fullTag(tag, peer), ~uint64_t{0}, &p);
-    if (UCS_PTR_IS_ERR(r)) throwUcs("receive", UCS_PTR_STATUS(r));
-    return std::make_unique<UcxRequest>(worker_, r, true, bytes);
+    if (UCS_PTR_IS_ERR(r)) throwUcs("receive from", UCS_PTR_STATUS(r), peer);
+    return std::make_unique<UcxRequest>(worker_, r, true, bytes, peer);
   }
 
   bool progress() override {

@@ -1,10 +1,14 @@
 // The policy file parser (src/collectives/policy_file.h, policy_json.h): what a good file
 // becomes, and every documented error with its message (file and line).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <string>
 
 #include "collectives/policy_file.h"
@@ -92,8 +96,36 @@ TEST(PolicyFile, UnreadableFile) {
     loadPolicyFile("/");  // a directory
     ADD_FAILURE() << "a directory parsed";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("policy file '/'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("policy file '/': not a regular file (a directory)"),
+              std::string::npos) << e.what();
   }
+}
+
+// A FIFO is refused at once: reading it would block init forever (no writer), past
+// COCCL_TIMEOUT_MS. Before, loadPolicyFile blocked in open().
+TEST(PolicyFile, FifoIsRefusedWithoutBlocking) {
+  char dir[] = "/tmp/coccl_policy_fifo_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/p.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string what;
+  auto done = std::async(std::launch::async, [&] {
+    try {
+      loadPolicyFile(fifo);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+  });
+  const bool returned = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!returned) {  // unblock the reader so that the test ends
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  done.wait();
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
+  ASSERT_TRUE(returned) << "loadPolicyFile blocked on a FIFO";
+  EXPECT_NE(what.find("not a regular file (a FIFO)"), std::string::npos) << what;
 }
 
 TEST(PolicyFile, ReadsAFile) {
@@ -162,6 +194,14 @@ TEST(PolicyFile, WrongTypes) {
   EXPECT_ERROR(rule("\"bytes\": {\"from\": -1}"), "bytes.from must be >= 0, not -1");
   EXPECT_ERROR(rule("\"bytes\": {\"from\": \"64Q\"}"), "bytes.from \"64Q\" is not a byte count");
   EXPECT_ERROR(rule("\"min_bytes\": null"), "min_bytes must be a byte count");
+  // Beyond int64: out of range (it used to say "a number with a fraction"); a string of 19
+  // digits is read (it used to stop at 18); a NUL inside a string is refused (it cut the name).
+  EXPECT_ERROR(rule("\"min_bytes\": 18446744073709551615"),
+               "line 3: the integer 18446744073709551615 is out of range");
+  EXPECT_EQ(errorOf(rule("\"bytes\": {\"from\": \"9223372036854775807\"}")), "");
+  EXPECT_ERROR(rule("\"bytes\": {\"from\": \"9223372036854775808\"}"), "is not a byte count");
+  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"int8\\u0000junk\"}]}",
+               "line 2: a string holds a NUL character");
   EXPECT_ERROR("{\"rules\": [\n{\"codec\": 8}]}", "line 2: codec must be a codec spec string, not an integer");
   EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allreduce\"}]}", "line 2: the rule has no \"codec\"");
 }
