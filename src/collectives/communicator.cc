@@ -201,7 +201,7 @@ void Communicator::run(CollRequest r) {
   const size_t bytes = logicalBytes(r, nranks());
   CodecPolicy::Choice choice;
   if (r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter || r.coll == Coll::AllGather)
-    choice = policy_.choose(r.coll, r.dt, r.op, bytes, r.count, r.codec);
+    choice = policy_.choose(r.coll, r.dt, r.op, bytes, r.count, r.codec, r.seq);
   r.codec = choice.codec;
   r.interCodec = choice.inter;
   r.exact = choice.exact;
@@ -224,7 +224,8 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
   // fails with the refusal on every rank.
   const bool refused = r.codec && CodecPolicy::compressible(r.codec, Coll::AllGather, r.dt, r.op) &&
                        CodecPolicy::refusesCount(*r.codec, r.count, r.dt);
-  if (!refused) r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.count, r.codec);
+  if (!refused)
+    r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.count, r.codec, r.seq);
   r.interCodec = nullptr;
   r.mem = kindOf(r, rank());
   const bool device = r.mem == MemKind::Device;
@@ -288,7 +289,12 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
   bool dev = false, host = false;
   size_t sent = 0;
   const Codec* shown = nullptr;  // the statistics' codec: the first compressed operation's
+  if (p2pSent_.empty()) p2pSent_.assign(static_cast<size_t>(nranks()), 0);
+  if (p2pRecvd_.empty()) p2pRecvd_.assign(static_cast<size_t>(nranks()), 0);
   for (CollRequest& o : group) {
+    // The message's number between its pair in its direction (a rule's "warmup_calls"): both
+    // ends count the messages of the pair alike.
+    const uint64_t msgNo = (o.coll == Coll::Send ? p2pSent_ : p2pRecvd_)[static_cast<size_t>(o.peer())]++;
     // Both ends of a message ask the same SENDRECV entry with the same count and type, so they
     // decide alike; where they do not (per-call codecs, other settings) the host executor's
     // header check fails both.
@@ -296,7 +302,8 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
         CodecPolicy::refusesCount(*o.codec, o.count, o.dt))
       o.refused = true;  // kept: the header check fails both ends (request.h)
     else
-      o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec);
+      o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec,
+                               msgNo);
     o.interCodec = nullptr;
     if (o.coll == Coll::Send) sent += logicalBytes(o, nranks());
     if (!o.count || !o.p2pBuffer()) continue;

@@ -97,6 +97,8 @@ class Communicator {
   std::atomic<bool> saidFallback_{false};
   std::atomic<uint64_t> callSeq_{0};
   std::atomic<int64_t> lastPeerPollMs_{INT64_MIN / 2};
+  // Send/Recv messages with a count so far, per peer (a rule's "warmup_calls"; under opMutex).
+  std::vector<uint64_t> p2pSent_, p2pRecvd_;
   CollStats stats_;
   CollTotals totals_[kCollKinds];  // per Coll (Send: Send/Recv groups), summed at destroy
 };

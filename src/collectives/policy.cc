@@ -64,7 +64,8 @@ bool CodecPolicy::compressible(const Codec* c, CollKind kind, cocclDataType_t dt
 }
 
 CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op,
-                                        size_t bytes, size_t count, const Codec* forced) const {
+                                        size_t bytes, size_t count, const Codec* forced,
+                                        uint64_t callNo) const {
   if (forced) {
     if (!compressible(forced, kind, dt, op)) return Choice{};
     if (refusesCount(*forced, count, dt))
@@ -87,6 +88,7 @@ CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, coccl
     if (!compressible(c, kind, dt, op)) return exact;
     if (e.inter && !compressible(e.inter.get(), kind, dt, op)) return exact;
     if (static_cast<int64_t>(bytes) < r.minBytes) return exact;
+    if (callNo < m.warmupCalls) return exact;  // the rule's uncompressed warm-up
     // A codec that does not shrink this payload (e.g. 16-bit codes of bf16 input) only adds
     // work.
     const size_t es = dtypeSize(dt);
@@ -116,7 +118,10 @@ std::vector<std::string> CodecPolicy::describe() const {
                   (r.match.exact != ExactPath::Default
                        ? std::string(" exact on ") + exactPathName(r.match.exact)
                        : std::string()) +
-                  (r.match.delta ? " delta" : ""));
+                  (r.match.delta ? " delta" : "") +
+                  (r.match.warmupCalls && r.match.entry.codec
+                       ? " after " + std::to_string(r.match.warmupCalls) + " exact calls"
+                       : std::string()));
   return out;
 }
 

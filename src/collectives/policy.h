@@ -56,12 +56,16 @@ class CodecPolicy {
   // type/op support. The deciding entry's codec is skipped where its payload would not be
   // smaller than the input, and where it refuses `count` (encodedBytes 0, e.g. tah's counts
   // that are not whole rows): such calls run exact. A forced codec that refuses `count` throws
-  // cocclInvalidArgument naming the count and the codec's block (refusesCount).
+  // cocclInvalidArgument naming the count and the codec's block (refusesCount). `callNo`: the
+  // call's number as a rule's "warmup_calls" counts it (Communicator: a collective's call
+  // number, a Send/Recv's message number between its pair); a rule that decides a call numbered
+  // below its warm-up leaves it exact. kNoCallNo (queries): past every warm-up.
+  static constexpr uint64_t kNoCallNo = UINT64_MAX;
   Choice choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes, size_t count,
-                const Codec* forced) const;
+                const Codec* forced, uint64_t callNo = kNoCallNo) const;
   const Codec* select(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
-                      size_t count, const Codec* forced) const {
-    return choose(kind, dt, op, bytes, count, forced).codec;
+                      size_t count, const Codec* forced, uint64_t callNo = kNoCallNo) const {
+    return choose(kind, dt, op, bytes, count, forced, callNo).codec;
   }
   // Whether `c` refuses `count` elements of dt: encodedBytes(count) is 0 for count > 0, which
   // the plug-in ABI lets a codec answer for counts it does not take (coccl_codec.h, "Sizes").

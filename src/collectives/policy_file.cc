@@ -29,7 +29,8 @@ struct Where {
 };
 
 const char* const kRuleKeys =
-    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes, exact, delta";
+    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes, exact, delta, "
+    "warmup_calls";
 
 struct CollName {
   const char* name;
@@ -214,6 +215,13 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
                                                         : std::string(jsonKindName(x.kind))));
       r.exact = x.s == "nccl" ? ExactPath::Nccl : ExactPath::Coccl;
       exactLine = x.line;
+    } else if (k == "warmup_calls") {
+      if (x.kind != JsonValue::Int || x.i < 0)
+        w.fail(x.line, std::string("warmup_calls must be an integer >= 0 (calls that run exact "
+                                   "first), not ") +
+                           (x.kind == JsonValue::Int ? std::to_string(x.i)
+                                                     : std::string(jsonKindName(x.kind))));
+      r.warmupCalls = static_cast<uint64_t>(x.i);
     } else if (k == "delta") {
       if (x.kind != JsonValue::Bool)
         w.fail(x.line, std::string("delta must be true or false, not ") + jsonKindName(x.kind));

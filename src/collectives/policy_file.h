@@ -18,7 +18,11 @@
 //                 communicator's default, COCCL_DEVICE_EXACT; collectives only), "delta"
 //                 (true: the NCCL shim runs the AllGather calls the rule compresses as a
 //                 weight-difference AllGather against a reference it keeps; allgather rules
-//                 with a codec only; coccl's own cocclAllGather is not changed by it).
+//                 with a codec only; coccl's own cocclAllGather is not changed by it),
+//                 "warmup_calls" (N: the calls the rule decides run exact while their number is
+//                 below N, TAH-Quant's uncompressed warm-up; a collective's number counts the
+//                 communicator's collectives, a Send/Recv's the messages between its two ranks
+//                 in its direction, both from 0 and the same on every rank involved).
 // The first rule that matches a call decides it; the COCCL_CODEC* variables are the final
 // default rule. Every error is cocclInvalidArgument "policy file 'PATH' line L: ...".
 #pragma once
@@ -66,6 +70,7 @@ struct PolicyRule {
   int64_t minBytes = -1;  // -1: the communicator's threshold
   ExactPath exact = ExactPath::Default;  // "exact"
   bool delta = false;                    // "delta" (allgather rules only)
+  uint64_t warmupCalls = 0;  // "warmup_calls": calls numbered below it run exact (CodecPolicy)
 
   // Whether the communicator fields match. Throws cocclInvalidArgument when the rule asks for
   // members or stride and the world ranks are not distinct (not known: see docs/policy.md).

@@ -107,6 +107,50 @@ TEST(PolicyRanks, WorldRanksNameAndMembersChooseTheCodec) {
 }
 
 // Every rank fails init, with cocclInvalidArgument naming the file and the line.
+// "warmup_calls" (TAH-Quant's uncompressed warm-up): the calls a rule decides run exact while
+// their number is below N, then compressed. Collectives count the communicator's collectives
+// (an AllGather in between counts); Send/Recv the messages of the pair in their direction, so
+// both ends switch together (a header mismatch would fail them otherwise). The query answers for
+// calls after the warm-up.
+TEST(PolicyRanks, WarmupCallsRunExactFirst) {
+  TempPolicy file(R"({"rules": [
+    {"collective": "allreduce", "codec": "int8", "min_bytes": 0, "warmup_calls": 3},
+    {"collective": "sendrecv", "codec": "int8", "min_bytes": 0, "warmup_calls": 2}
+  ]})");
+  RunOptions o;
+  o.config = configWithTimeout(30000);
+  o.config.policy = file.path.c_str();
+  runRanks(2, Mode::Threads, [](Rank& r) {
+    auto allReduce = [&r] {
+      std::vector<float> x(4096, 1.f);
+      EXPECT_EQ(cocclAllReduce(x.data(), x.data(), x.size(), cocclFloat32, cocclSum, r.comm,
+                               nullptr),
+                cocclSuccess);
+      return lastCodec(r.comm);
+    };
+    EXPECT_EQ(allReduce(), "none");  // call 0
+    EXPECT_EQ(allReduce(), "none");  // call 1
+    std::vector<float> g(8, 1.f), all(16);
+    ASSERT_EQ(cocclAllGather(g.data(), all.data(), 8, cocclFloat32, r.comm, nullptr), cocclSuccess);
+    EXPECT_EQ(allReduce(), "int8");  // call 3
+    EXPECT_EQ(allReduceCodec(r.comm, 4096), "int8");  // and the query agrees from here
+    // Send/Recv both ways: each direction its own count.
+    std::vector<float> a(4096, 1.f + r.rank), b(4096);
+    for (int m = 0; m < 3; ++m) {
+      ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+      EXPECT_EQ(cocclSend(a.data(), a.size(), cocclFloat32, 1 - r.rank, r.comm, nullptr), cocclSuccess);
+      EXPECT_EQ(cocclRecv(b.data(), b.size(), cocclFloat32, 1 - r.rank, r.comm, nullptr), cocclSuccess);
+      ASSERT_EQ(cocclGroupEnd(), cocclSuccess) << cocclGetLastError(r.comm);
+      EXPECT_EQ(lastCodec(r.comm), m < 2 ? "none" : "int8") << "message " << m;
+      if (m < 2) {
+        EXPECT_EQ(b[7], 2.f - r.rank);  // exact
+      } else {
+        EXPECT_NEAR(b[7], 2.f - r.rank, 0.02f);
+      }
+    }
+  }, o);
+}
+
 TEST(PolicyRanks, BadFileFailsInitOnEveryRank) {
   TempPolicy file("{\"rules\": [\n  {\"collective\": \"allreduce\",\n   \"codec\": \"int8:blok=3\"}\n]}\n");
   RunOptions o;

@@ -194,6 +194,9 @@ TEST(PolicyFile, WrongTypes) {
   EXPECT_ERROR(rule("\"bytes\": {\"from\": -1}"), "bytes.from must be >= 0, not -1");
   EXPECT_ERROR(rule("\"bytes\": {\"from\": \"64Q\"}"), "bytes.from \"64Q\" is not a byte count");
   EXPECT_ERROR(rule("\"min_bytes\": null"), "min_bytes must be a byte count");
+  EXPECT_ERROR(rule("\"warmup_calls\": -1"), "line 3: warmup_calls must be an integer >= 0");
+  EXPECT_ERROR(rule("\"warmup_calls\": \"100\""), "warmup_calls must be an integer >= 0");
+  EXPECT_EQ(parsePolicyText(rule("\"warmup_calls\": 400"), "p.json").rules[0].warmupCalls, 400u);
   // Beyond int64: out of range (it used to say "a number with a fraction"); a string of 19
   // digits is read (it used to stop at 18); a NUL inside a string is refused (it cut the name).
   EXPECT_ERROR(rule("\"min_bytes\": 18446744073709551615"),

@@ -2,6 +2,7 @@
 // which communicator (name, size, members' world ranks, stride), which rule decides a call
 // (collective, type, byte range, first match), the per-rule threshold, the default rule from
 // the COCCL_CODEC* entries, and the description every rank agrees on.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -179,6 +180,30 @@ TEST(PolicyMatch, ExactPathOfTheDecidingRule) {
   EXPECT_FALSE(CodecPolicy(defaults(), nullptr, comm("", {0, 1})).asksForNcclExact());
 }
 
+// "warmup_calls": the deciding rule leaves calls numbered below it exact, its later calls get
+// the codec; another rule's calls and queries (kNoCallNo) are not affected; the resolved
+// policy says it.
+TEST(PolicyMatch, WarmupCallsOfTheDecidingRule) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"collective": "sendrecv", "codec": "int8", "min_bytes": 0, "warmup_calls": 400},
+    {"collective": "allreduce", "codec": "fp8_ash_ds", "min_bytes": 0}
+  ]})", "p.json");
+  const CodecPolicy p(defaults(), &f, comm("", {0, 1}));
+  auto codecAt = [&](Coll k, uint64_t callNo) {
+    const Codec* c = p.select(k, cocclBfloat16, cocclSum, 1 << 20, 1 << 19, nullptr, callNo);
+    return std::string(c ? c->name() : "none");
+  };
+  EXPECT_EQ(codecAt(Coll::Send, 0), "none");
+  EXPECT_EQ(codecAt(Coll::Recv, 399), "none");
+  EXPECT_EQ(codecAt(Coll::Send, 400), "int8");
+  EXPECT_EQ(codecAt(Coll::Send, CodecPolicy::kNoCallNo), "int8");
+  EXPECT_EQ(codecAt(Coll::AllReduce, 0), "fp8_ash_ds");
+  const auto d = p.describe();
+  ASSERT_GE(d.size(), 1u);
+  EXPECT_NE(d[0].find("int8:block=128,rotate=auto from 0 after 400 exact calls"), std::string::npos)
+      << d[0];
+}
+
 // A "delta" rule marks the AllGather calls it compresses (Choice::delta), and no other call:
 // not below its min_bytes, not a type its codec does not encode, not other rules' calls.
 TEST(PolicyMatch, DeltaOfTheDecidingRule) {
@@ -272,3 +297,32 @@ TEST(PolicyExample, DataParallelInt4WeightDifference) {
   EXPECT_TRUE(dp.choose(Coll::AllGather, cocclFloat32, cocclSum, 4 << 20, 1 << 19, nullptr).delta);
   EXPECT_EQ(pick(dp, Coll::AllReduce, cocclBfloat16, 4 << 20), "none");  // TP: exact
 }
+
+// Every policy file shipped in perf/policy (and its measured tables in tuned/) parses with the
+// in-tree plug-ins; the pipeline warm-up example switches at message 400.
+TEST(PolicyExample, EveryShippedFileParses) {
+  if (!getenv("COCCL_CODEC_PLUGIN")) GTEST_SKIP() << "run by the ctest policy_example";
+  ASSERT_EQ(loadEnvCodecPlugins(), "");
+  int files = 0;
+  for (const char* sub : {"/perf/policy", "/perf/policy/tuned"}) {
+    const std::string dir = std::string(COCCL_SOURCE_DIR) + sub;
+    DIR* d = opendir(dir.c_str());
+    ASSERT_NE(d, nullptr) << dir;
+    while (const dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.size() < 5 || n.compare(n.size() - 5, 5, ".json") != 0) continue;
+      EXPECT_NO_THROW(loadPolicyFile(dir + "/" + n)) << n;
+      ++files;
+    }
+    closedir(d);
+  }
+  EXPECT_GE(files, 4);
+  const PolicyFile f = loadPolicyFile(COCCL_SOURCE_DIR "/perf/policy/pp-tah-warmup.json");
+  const CodecPolicy pp(defaults(), &f, comm("", {0, 2}));
+  EXPECT_EQ(pp.select(Coll::Send, cocclBfloat16, cocclSum, 1 << 20, 1 << 19, nullptr, 399), nullptr);
+  const Codec* c = pp.select(Coll::Recv, cocclBfloat16, cocclSum, 1 << 20, 1 << 19, nullptr, 400);
+  ASSERT_NE(c, nullptr);
+  EXPECT_STREQ(c->name(), "tah");
+}
+
+
