@@ -26,6 +26,13 @@ struct cocclCodec {
 
 namespace coccl {
 
+// Communication failures (a peer lost, a timeout, a transport or CUDA error): they break the
+// communicator; the others (bad arguments, ranks that disagree) leave it usable.
+inline bool isCommunicationError(cocclResult_t code) {
+  return code == cocclSystemError || code == cocclRemoteError || code == cocclInternalError ||
+         code == cocclUnhandledCudaError;
+}
+
 // Records a failure: the message goes to cocclGetLastError and the WARN log; communication
 // failures break the communicator (its peers then fail fast too).
 cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,

@@ -7,9 +7,8 @@ cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
   std::string full = std::string(fn) + ": " + msg;
   COCCL_WARN("%s", full.c_str());
   setLastError(full);
-  const bool communication = code == cocclSystemError || code == cocclRemoteError ||
-                             code == cocclInternalError || code == cocclUnhandledCudaError;
-  if (comm && communication && isLiveComm(comm) && comm->impl) comm->impl->fail(code, full);
+  if (comm && isCommunicationError(code) && isLiveComm(comm) && comm->impl)
+    comm->impl->fail(code, full);
   return code;
 }
 

@@ -25,23 +25,35 @@ cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
     for (const QueuedOp* op : ops)
       if (op->isP2P && op->p2pCodec) checkLiveCodec(op->p2pCodec);
     std::lock_guard<std::mutex> lock(comm->opMutex);
-    // Every part runs even after one failed, while the communicator stays usable: a Send/Recv
+    // Every part runs even after one failed while the communicator stays usable: a Send/Recv
     // pair that disagreed fails its group's P2P part, and the collectives queued behind it
     // (whose call numbers are taken) must still meet their peers' calls, or the ranks fall out
-    // of step. The first error is the group's.
+    // of step. A communication failure (a timeout, a peer lost) breaks the communicator at
+    // once and stops the group: the parts left would each wait out their own timeout. The first
+    // error is the group's.
     std::exception_ptr first;
+    bool stop = false;
     auto attempt = [&](auto&& part) {
+      if (stop) return;
       if (first) {
         try {
           c.checkUsable();
         } catch (...) {
-          return;  // broken or aborted: what is left cannot run
+          stop = true;  // broken or aborted: what is left cannot run
+          return;
         }
       }
       try {
         part();
+      } catch (const Error& e) {
+        if (!first) first = std::current_exception();
+        if (isCommunicationError(e.code())) {
+          c.fail(e.code(), std::string("cocclGroupEnd: ") + e.what());
+          stop = true;
+        }
       } catch (...) {
         if (!first) first = std::current_exception();
+        stop = true;
       }
     };
     std::vector<CollRequest> batch;

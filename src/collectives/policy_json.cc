@@ -67,14 +67,18 @@ class TreeBuilder {
   }
   bool number_unsigned(json::number_unsigned_t v) {
     if (v > static_cast<uint64_t>(INT64_MAX))
-      return fail(line(), "the integer " + std::to_string(v) +
-                              " is out of range (at most 9223372036854775807)");
+      return fail(line(), "the integer " + std::to_string(v) + " is out of range (" +
+                              std::to_string(INT64_MIN) + " .. 9223372036854775807)");
     JsonValue x;
     x.kind = JsonValue::Int;
     x.i = static_cast<int64_t>(v);
     return add(std::move(x));
   }
-  bool number_float(json::number_float_t v, const json::string_t&) {
+  bool number_float(json::number_float_t v, const json::string_t& text) {
+    // An integer beyond int64 / uint64 arrives here too: say so, not "a fraction".
+    if (text.find_first_of(".eE") == std::string::npos)
+      return fail(line(), "the integer " + text + " is out of range (" +
+                              std::to_string(INT64_MIN) + " .. 9223372036854775807)");
     JsonValue x;
     x.kind = JsonValue::Float;
     x.f = v;

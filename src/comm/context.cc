@@ -38,7 +38,7 @@ void CommContext::fail(cocclResult_t code, const std::string& what) {
     std::lock_guard<std::mutex> lock(errorMu_);
     errorMessage_ = what;
   }
-  bootstrap_->abort();
+  bootstrap_->abort(code);
 }
 
 std::string CommContext::hostErrorMessage() const {

@@ -21,10 +21,15 @@ std::string errnoString(int e) {
 }
 
 // Adds the rank and the operation to a message; after abort() every failure reads as abort.
-[[noreturn]] void rethrowIn(const Error& e, const std::atomic<bool>& aborted, int rank,
-                            const std::string& what) {
-  if (aborted.load(std::memory_order_acquire))
-    COCCL_THROW(cocclInvalidUsage, "bootstrap rank %d: %s: aborted", rank, what.c_str());
+[[noreturn]] void rethrowIn(const Error& e, const std::atomic<bool>& aborted,
+                            const std::atomic<int>& abortCode, int rank, const std::string& what) {
+  if (aborted.load(std::memory_order_acquire)) {
+    const auto why = static_cast<cocclResult_t>(abortCode.load(std::memory_order_relaxed));
+    if (why == cocclInvalidUsage)
+      COCCL_THROW(cocclInvalidUsage, "bootstrap rank %d: %s: aborted", rank, what.c_str());
+    COCCL_THROW(why, "bootstrap rank %d: %s: the communicator failed in another thread (%s)",
+                rank, what.c_str(), resultString(why));
+  }
   throw Error(e.code(), format("bootstrap rank %d: %s: %s", rank, what.c_str(), e.what()));
 }
 }  // namespace
@@ -33,7 +38,7 @@ Bootstrap::Bootstrap(const BootstrapHandle& handle, int rank, int nranks, int64_
     : rank_(rank), nranks_(nranks), timeoutMs_(timeoutMs) {
   COCCL_CHECK_ARG(nranks >= 1, "bootstrap: nranks %d < 1", nranks);
   COCCL_CHECK_ARG(rank >= 0 && rank < nranks, "bootstrap: rank %d outside [0, %d)", rank, nranks);
-  impl_ = std::make_unique<Impl>(rank, nranks, handle.magic, timeoutMs, aborted_);
+  impl_ = std::make_unique<Impl>(rank, nranks, handle.magic, timeoutMs, aborted_, abortCode_);
   Impl& m = *impl_;
   Deadline dl(timeoutMs);
   const std::string rootStr = handle.root.toString();
@@ -81,7 +86,7 @@ Bootstrap::Bootstrap(const BootstrapHandle& handle, int rank, int nranks, int64_
     COCCL_INFO(kLogBootstrap, "bootstrap rank %d/%d ready: listening on %s (%s), root %s", rank,
                nranks, reg.info.addr.toString().c_str(), ifname.c_str(), rootStr.c_str());
   } catch (const Error& e) {
-    rethrowIn(e, aborted_, rank, format("init (%d ranks, root %s)", nranks, rootStr.c_str()));
+    rethrowIn(e, aborted_, abortCode_, rank, format("init (%d ranks, root %s)", nranks, rootStr.c_str()));
   }
 }
 
@@ -103,7 +108,7 @@ void Bootstrap::send(int peer, uint64_t tag, const void* data, size_t bytes) {
   try {
     impl_->sendTo(peer, tag, data, bytes, Deadline(timeoutMs_));
   } catch (const Error& e) {
-    rethrowIn(e, aborted_, rank_,
+    rethrowIn(e, aborted_, abortCode_, rank_,
               format("send to rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
   }
 }
@@ -118,7 +123,7 @@ void Bootstrap::recv(int peer, uint64_t tag, void* data, size_t bytes) {
   try {
     impl_->recvFrom(peer, tag, data, bytes, Deadline(timeoutMs_));
   } catch (const Error& e) {
-    rethrowIn(e, aborted_, rank_,
+    rethrowIn(e, aborted_, abortCode_, rank_,
               format("recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
   }
 }
@@ -141,7 +146,7 @@ void Bootstrap::allGather(void* data, size_t bytes) {
       m.run(&s, &r, dl);
     }
   } catch (const Error& e) {
-    rethrowIn(e, aborted_, rank_, format("allGather of %zu bytes", bytes));
+    rethrowIn(e, aborted_, abortCode_, rank_, format("allGather of %zu bytes", bytes));
   }
 }
 
@@ -161,7 +166,7 @@ bool Bootstrap::tryRecv(int peer, uint64_t tag, void* data, size_t bytes) {
   try {
     return impl_->tryRecvFrom(peer, tag, data, bytes);
   } catch (const Error& e) {
-    rethrowIn(e, aborted_, rank_,
+    rethrowIn(e, aborted_, abortCode_, rank_,
               format("recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
   }
 }
@@ -206,7 +211,9 @@ void Bootstrap::checkPeers() {
   }
 }
 
-void Bootstrap::abort() {
+void Bootstrap::abort(cocclResult_t why) {
+  if (!aborted_.load(std::memory_order_acquire))
+    abortCode_.store(static_cast<int>(why), std::memory_order_relaxed);
   aborted_.store(true, std::memory_order_release);
   if (!impl_) return;
   Impl& m = *impl_;

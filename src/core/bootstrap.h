@@ -74,10 +74,13 @@ class Bootstrap {
   // aborted). Cheap (a poll with zero timeout); called from transport wait loops.
   void checkPeers();
   // Closes every connection so that peers blocked on this rank fail fast. Thread-safe;
-  // later calls on this object throw cocclInvalidUsage, and a call blocked in another thread
-  // returns promptly with cocclInvalidUsage. (It shutdown()s the sockets; the fds themselves
-  // are closed by the destructor, so that no fd number is reused under a blocked poll.)
-  void abort();
+  // later calls on this object throw `why`, and a call blocked in another thread returns
+  // promptly with it: cocclInvalidUsage for an abort the program asked for, the error's code
+  // when a failure closes it (CommContext::fail: a dead peer that cocclCommGetAsyncError saw
+  // while a call waited must fail that call with cocclRemoteError, not "aborted"). The first
+  // abort's code stays. (It shutdown()s the sockets; the fds themselves are closed by the
+  // destructor, so that no fd number is reused under a blocked poll.)
+  void abort(cocclResult_t why = cocclInvalidUsage);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   int64_t timeoutMs() const { return timeoutMs_; }
@@ -89,6 +92,7 @@ class Bootstrap {
   int nranks_;
   int64_t timeoutMs_;
   std::atomic<bool> aborted_{false};
+  std::atomic<int> abortCode_{cocclInvalidUsage};  // set before aborted_
 };
 
 }  // namespace coccl

@@ -55,10 +55,12 @@ struct Bootstrap::Impl {
     bool done = false;
   };
 
-  Impl(int r, int n, uint64_t m, int64_t t, const std::atomic<bool>& a)
-      : aborted(a), rank(r), nranks(n), magic(m), timeoutMs(t), in(n), out(n), departed(n, 0) {}
+  Impl(int r, int n, uint64_t m, int64_t t, const std::atomic<bool>& a, const std::atomic<int>& c)
+      : aborted(a), abortCode(c), rank(r), nranks(n), magic(m), timeoutMs(t), in(n), out(n),
+        departed(n, 0) {}
 
   const std::atomic<bool>& aborted;
+  const std::atomic<int>& abortCode;  // Bootstrap::abort's `why`
   int rank, nranks;
   uint64_t magic;
   int64_t timeoutMs;
@@ -83,8 +85,12 @@ struct Bootstrap::Impl {
     return format("rank %d (%s)", p, p < static_cast<int>(peers.size()) ? peers[p].host : "?");
   }
   void checkAbort() const {
-    if (aborted.load(std::memory_order_acquire))
+    if (!aborted.load(std::memory_order_acquire)) return;
+    const auto why = static_cast<cocclResult_t>(abortCode.load(std::memory_order_relaxed));
+    if (why == cocclInvalidUsage)
       COCCL_THROW(cocclInvalidUsage, "the bootstrap of rank %d was aborted", rank);
+    COCCL_THROW(why, "rank %d: the communicator failed in another thread (%s)", rank,
+                resultString(why));
   }
   [[noreturn]] void throwClosed(int p) const {
     COCCL_THROW(cocclRemoteError, "%s closed its bootstrap connection", who(p).c_str());

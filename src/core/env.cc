@@ -114,9 +114,18 @@ void readRow(const EnvRow& r) {
   }
   if (set && r.kind == EnvRow::String && r.str == &Env::debugSubsys) {
     const std::string bad = unknownLogSubsys(v);
-    if (!bad.empty())
+    if (!bad.empty()) {
       COCCL_WARN("%s=%s: no subsystem %s (known: INIT, COLL, CODEC, NET, BOOTSTRAP, TRANSPORT, "
                  "ENV, ALLOC, CUDA, ALL); ignored", r.name, v, bad.c_str());
+      // A list of unknown names only selects nothing, so the warning itself is not logged:
+      // say on stderr (once) that logging stays off.
+      LogLevel level = LogLevel::None;
+      const char* dbg = std::getenv("COCCL_DEBUG");
+      if (dbg && parseLogLevel(dbg, &level) && level >= LogLevel::Warn &&
+          !logEnabled(LogLevel::Warn, kLogAll))
+        std::fprintf(stderr, "COCCL WARN %s=%s: no subsystem %s; logging stays off\n", r.name, v,
+                     bad.c_str());
+    }
   }
   if (r.kind == EnvRow::String)
     g_env.*(r.str) = str;

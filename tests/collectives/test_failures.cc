@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -110,6 +111,64 @@ TEST(Failures, IdleSurvivorsSeeAnAbortThroughGetAsyncError) {
     std::vector<float> a(16, 1.0f);
     EXPECT_EQ(cocclAllReduce(a.data(), a.data(), 16, cocclFloat32, cocclSum, r.comm, nullptr),
               cocclInvalidUsage);
+  }, o);
+}
+
+// A watchdog thread polling cocclCommGetAsyncError (PyTorch's pattern) while a call waits for
+// a peer that aborts: the call still fails with cocclRemoteError. Before, the watchdog's poll
+// broke the communicator first and the waiting call returned cocclInvalidUsage ("the bootstrap
+// of rank 1 was aborted").
+TEST(Failures, WatchdogPollingKeepsTheCallsRemoteError) {
+  RunOptions o;
+  o.config = configWithTimeout(60000);
+  runRanks(3, Mode::Processes, [](Rank& r) {
+    std::vector<float> a(1 << 16, 1.0f), b(1 << 16);
+    if (r.rank == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
+      r.comm = nullptr;  // freed: the harness must not destroy it
+      return;
+    }
+    std::atomic<bool> done{false};
+    std::thread watchdog([&] {
+      while (!done.load()) {
+        cocclResult_t async = cocclSuccess;
+        cocclCommGetAsyncError(r.comm, &async);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    const cocclResult_t res =
+        cocclAllReduce(a.data(), b.data(), a.size(), cocclFloat32, cocclSum, r.comm, nullptr);
+    done = true;
+    watchdog.join();
+    EXPECT_EQ(res, cocclRemoteError) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+  }, o);
+}
+
+// A group whose first part times out stops there: before, each later part of the group waited
+// out its own COCCL_TIMEOUT_MS (5 parts: 5 timeouts) before the error reached the peers.
+TEST(Failures, GroupStopsAtATimeout) {
+  RunOptions o;
+  o.config = configWithTimeout(1000);
+  runRanks(2, Mode::Threads, [](Rank& r) {
+    if (r.rank == 1) {  // never posts the matching calls
+      std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+      return;
+    }
+    std::vector<float> a(1024, 1.0f);
+    const auto start = Clock::now();
+    ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+    EXPECT_EQ(cocclSend(a.data(), a.size(), cocclFloat32, 1, r.comm, nullptr), cocclSuccess);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(cocclAllReduce(a.data(), a.data(), a.size(), cocclFloat32, cocclSum, r.comm,
+                               nullptr),
+                cocclSuccess);
+    const cocclResult_t res = cocclGroupEnd();
+    EXPECT_NE(res, cocclSuccess);
+    EXPECT_LT(secondsSince(start), 2.5) << "the group's later parts each waited for the timeout";
+    cocclResult_t async = cocclSuccess;
+    EXPECT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+    EXPECT_NE(async, cocclSuccess) << "a timeout leaves the communicator broken";
   }, o);
 }
 

@@ -201,6 +201,9 @@ TEST(PolicyFile, WrongTypes) {
   // digits is read (it used to stop at 18); a NUL inside a string is refused (it cut the name).
   EXPECT_ERROR(rule("\"min_bytes\": 18446744073709551615"),
                "line 3: the integer 18446744073709551615 is out of range");
+  EXPECT_ERROR(rule("\"min_bytes\": 18446744073709551616"),
+               "line 3: the integer 18446744073709551616 is out of range");
+  EXPECT_ERROR(rule("\"nranks\": -9223372036854775809"), "the integer -9223372036854775809 is out");
   EXPECT_EQ(errorOf(rule("\"bytes\": {\"from\": \"9223372036854775807\"}")), "");
   EXPECT_ERROR(rule("\"bytes\": {\"from\": \"9223372036854775808\"}"), "is not a byte count");
   EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"int8\\u0000junk\"}]}",
