@@ -222,8 +222,7 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
   // the ranks still compare it (one rank refusing alone would leave the others waiting for its
   // header); once they agree, a reset call runs exact (it is a plain AllGather) and any other
   // fails with the refusal on every rank.
-  const bool refused = r.codec && CodecPolicy::compressible(r.codec, Coll::AllGather, r.dt, r.op) &&
-                       CodecPolicy::refusesCount(*r.codec, r.count, r.dt);
+  const bool refused = CodecPolicy::forcedRefuses(r.codec, Coll::AllGather, r.dt, r.op, r.count);
   if (!refused)
     r.codec = policy_.select(Coll::AllGather, r.dt, r.op, bytes, r.count, r.codec, r.seq);
   r.interCodec = nullptr;
@@ -298,8 +297,7 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
     // Both ends of a message ask the same SENDRECV entry with the same count and type, so they
     // decide alike; where they do not (per-call codecs, other settings) the host executor's
     // header check fails both.
-    if (o.codec && CodecPolicy::compressible(o.codec, o.coll, o.dt, o.op) &&
-        CodecPolicy::refusesCount(*o.codec, o.count, o.dt))
+    if (CodecPolicy::forcedRefuses(o.codec, o.coll, o.dt, o.op, o.count))
       o.refused = true;  // kept: the header check fails both ends (request.h)
     else
       o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec,
@@ -375,7 +373,7 @@ void Communicator::checkUsable() const {
   if (ctx_.aborted()) COCCL_THROW(cocclInvalidUsage, "communicator was aborted");
   cocclResult_t e = asyncError();
   if (e == cocclSuccess) return;
-  std::string why = ctx_.hostError() != cocclSuccess ? ctx_.hostErrorMessage() : "";
+  std::string why = ctx_.hostErrorMessage();  // "" unless a host operation failed
   for (const auto& x : executors_)
     if (why.empty()) why = x->asyncErrorMessage();
   COCCL_THROW(cocclInvalidUsage,

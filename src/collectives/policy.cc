@@ -67,9 +67,9 @@ CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, coccl
                                         size_t bytes, size_t count, const Codec* forced,
                                         uint64_t callNo) const {
   if (forced) {
-    if (!compressible(forced, kind, dt, op)) return Choice{};
-    if (refusesCount(*forced, count, dt))
+    if (forcedRefuses(forced, kind, dt, op, count))
       COCCL_THROW(cocclInvalidArgument, "%s", countRefusal(*forced, count, dt).c_str());
+    if (!compressible(forced, kind, dt, op)) return Choice{};
     return Choice{forced, nullptr, forced->name()};
   }
   const unsigned bit = kindBit(kind);

@@ -72,6 +72,12 @@ class CodecPolicy {
   static bool refusesCount(const Codec& c, size_t count, cocclDataType_t dt) {
     return count > 0 && c.encodedBytes(count, dt) == 0;
   }
+  // Whether a per-call codec would be used for this call (compressible) but refuses `count`:
+  // choose() throws for it; Send/Recv and AllGatherDelta keep it for their header check first.
+  static bool forcedRefuses(const Codec* forced, CollKind kind, cocclDataType_t dt,
+                            cocclRedOp_t op, size_t count) {
+    return forced && compressible(forced, kind, dt, op) && refusesCount(*forced, count, dt);
+  }
   // Whether a rule asks for the real NCCL's exact path (init then brings NCCL up beside coccl's
   // kernels where it would not by default: device_executors.h).
   bool asksForNcclExact() const;

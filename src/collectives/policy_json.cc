@@ -66,9 +66,7 @@ class TreeBuilder {
     return add(std::move(x));
   }
   bool number_unsigned(json::number_unsigned_t v) {
-    if (v > static_cast<uint64_t>(INT64_MAX))
-      return fail(line(), "the integer " + std::to_string(v) + " is out of range (" +
-                              std::to_string(INT64_MIN) + " .. 9223372036854775807)");
+    if (v > static_cast<uint64_t>(INT64_MAX)) return outOfRange(std::to_string(v));
     JsonValue x;
     x.kind = JsonValue::Int;
     x.i = static_cast<int64_t>(v);
@@ -76,13 +74,15 @@ class TreeBuilder {
   }
   bool number_float(json::number_float_t v, const json::string_t& text) {
     // An integer beyond int64 / uint64 arrives here too: say so, not "a fraction".
-    if (text.find_first_of(".eE") == std::string::npos)
-      return fail(line(), "the integer " + text + " is out of range (" +
-                              std::to_string(INT64_MIN) + " .. 9223372036854775807)");
+    if (text.find_first_of(".eE") == std::string::npos) return outOfRange(text);
     JsonValue x;
     x.kind = JsonValue::Float;
     x.f = v;
     return add(std::move(x));
+  }
+  bool outOfRange(const std::string& integer) {
+    return fail(line(), "the integer " + integer + " is out of range (" +
+                            std::to_string(INT64_MIN) + " .. " + std::to_string(INT64_MAX) + ")");
   }
   bool string(json::string_t& v) {
     // A NUL would cut the name short where it is used as a C string ("int8\u0000junk").

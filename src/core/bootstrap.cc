@@ -23,13 +23,8 @@ std::string errnoString(int e) {
 // Adds the rank and the operation to a message; after abort() every failure reads as abort.
 [[noreturn]] void rethrowIn(const Error& e, const std::atomic<bool>& aborted,
                             const std::atomic<int>& abortCode, int rank, const std::string& what) {
-  if (aborted.load(std::memory_order_acquire)) {
-    const auto why = static_cast<cocclResult_t>(abortCode.load(std::memory_order_relaxed));
-    if (why == cocclInvalidUsage)
-      COCCL_THROW(cocclInvalidUsage, "bootstrap rank %d: %s: aborted", rank, what.c_str());
-    COCCL_THROW(why, "bootstrap rank %d: %s: the communicator failed in another thread (%s)",
-                rank, what.c_str(), resultString(why));
-  }
+  if (aborted.load(std::memory_order_acquire))
+    throwAborted(abortCode, format("bootstrap rank %d: %s", rank, what.c_str()));
   throw Error(e.code(), format("bootstrap rank %d: %s: %s", rank, what.c_str(), e.what()));
 }
 }  // namespace
@@ -86,7 +81,8 @@ Bootstrap::Bootstrap(const BootstrapHandle& handle, int rank, int nranks, int64_
     COCCL_INFO(kLogBootstrap, "bootstrap rank %d/%d ready: listening on %s (%s), root %s", rank,
                nranks, reg.info.addr.toString().c_str(), ifname.c_str(), rootStr.c_str());
   } catch (const Error& e) {
-    rethrowIn(e, aborted_, abortCode_, rank, format("init (%d ranks, root %s)", nranks, rootStr.c_str()));
+    rethrowIn(e, aborted_, abortCode_, rank,
+              format("init (%d ranks, root %s)", nranks, rootStr.c_str()));
   }
 }
 

@@ -20,6 +20,16 @@
 
 namespace coccl {
 
+// The error of an operation on an aborted bootstrap, `where` naming it: cocclInvalidUsage
+// "WHERE: aborted" for an abort the program asked for, else the code of the failure that closed
+// it (Bootstrap::abort's `why`).
+[[noreturn]] inline void throwAborted(const std::atomic<int>& abortCode, const std::string& where) {
+  const auto why = static_cast<cocclResult_t>(abortCode.load(std::memory_order_relaxed));
+  if (why == cocclInvalidUsage) COCCL_THROW(cocclInvalidUsage, "%s: aborted", where.c_str());
+  COCCL_THROW(why, "%s: the communicator failed in another thread (%s)", where.c_str(),
+              resultString(why));
+}
+
 struct Bootstrap::Impl {
   // Connection peer -> this, with the state of the frame being read from it.
   struct InConn {
@@ -85,12 +95,8 @@ struct Bootstrap::Impl {
     return format("rank %d (%s)", p, p < static_cast<int>(peers.size()) ? peers[p].host : "?");
   }
   void checkAbort() const {
-    if (!aborted.load(std::memory_order_acquire)) return;
-    const auto why = static_cast<cocclResult_t>(abortCode.load(std::memory_order_relaxed));
-    if (why == cocclInvalidUsage)
-      COCCL_THROW(cocclInvalidUsage, "the bootstrap of rank %d was aborted", rank);
-    COCCL_THROW(why, "rank %d: the communicator failed in another thread (%s)", rank,
-                resultString(why));
+    if (aborted.load(std::memory_order_acquire))
+      throwAborted(abortCode, format("the bootstrap of rank %d", rank));
   }
   [[noreturn]] void throwClosed(int p) const {
     COCCL_THROW(cocclRemoteError, "%s closed its bootstrap connection", who(p).c_str());
