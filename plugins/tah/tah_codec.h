@@ -24,8 +24,9 @@ int tah_dtype_ok(int dtype);
 int tah_count_ok(const tah_instance_t* t, size_t count);
 
 #ifdef TAH_WITH_DEVICE
-/* Device workspace: the rows' keys (4 bytes a row), after the fp32 sum (4 bytes an element,
- * 256-aligned) of a decodeReduceEncode of p >= 2 inputs. */
+/* Device workspace: the rows' keys (4 bytes a row, 256-aligned) and the tiles' entropy sums
+ * (8 bytes a tile), after the fp32 sum (4 bytes an element, 256-aligned) of a decodeReduceEncode
+ * of p >= 2 inputs. */
 size_t tah_device_workspace(const tah_instance_t* t, size_t count, int p);
 int tah_device_encode(const void* instance, const void* in, int dtype, size_t count, void* out,
                       void* ws, cudaStream_t stream);

@@ -87,7 +87,11 @@ TAH_HD float tah_abs(float x) {
   return tah_float(tah_bits(x) & 0x7fffffffu);
 }
 TAH_HD float tah_fin(float x) {
+#if defined(__CUDA_ARCH__) /* the same map in one compare of |x| (false for NaN) */
+  return fabsf(x) <= 3.40282347e+38f ? x : 0.0f;
+#else
   return (tah_bits(x) & 0x7f800000u) == 0x7f800000u ? 0.0f : x;
+#endif
 }
 TAH_HD float tah_max(float m, float a) {
   return a > m ? a : m;

@@ -28,6 +28,9 @@ inline float __shfl_sync(unsigned mask, float v, int src, int width = 32) {
   std::memcpy(&v, &u, 4);
   return v;
 }
+inline unsigned __shfl_sync(unsigned mask, unsigned v, int src, int width = 32) {
+  return emuGather(mask, v, (emuLane() & ~(width - 1)) + (src & (width - 1)));
+}
 inline unsigned __shfl_up_sync(unsigned mask, unsigned v, int delta, int width = 32) {
   const int lane = emuLane(), lo = lane & ~(width - 1);
   return emuGather(mask, v, lane - delta >= lo ? lane - delta : lane);
@@ -60,6 +63,7 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {  // lanes of a block share 
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <string>
@@ -78,18 +82,22 @@ void launch(size_t blocks, unsigned threads, const std::function<void()>& body) 
   }
 }
 
-// tah_device.cu's encodeOn and decodeOn, with the emulated launches; the grid-stride kernels
-// get at most 3 CTAs, so that their loops run several times.
+// tah_device.cu's encodeOn and decodeOn, with the emulated launches; the batch loops get at
+// most 3 CTAs, so that they run several times.
 unsigned emuGrid(const Geo& g) {
-  const unsigned need = gridFor(g.L.tiles, kTilesPerCta);
+  const unsigned need = gridFor(g.L.tiles, static_cast<size_t>(kBatch) * kWarps);
   return need < 1 ? 1 : (need < 3 ? need : 3);
 }
 void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
-               uint32_t* keys, float scale = 1.0f) {
+               void* ws, float scale = 1.0f) {
   const Geo g = geoOf(t, count);
   const bool vec = aligned16(in);
-  if (g.L.n3 > 0)
-    launch(g.L.rows, kThreads, [&] { rowKeysKernel(in, dtype, g, scale, vec, keys); });
+  uint32_t* keys = static_cast<uint32_t*>(ws);
+  if (g.L.n3 > 0) {
+    float2* sums = reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * g.L.rows));
+    launch(emuGrid(g), kThreads, [&] { tileSumsKernel(in, dtype, g, scale, vec, sums); });
+    launch(gridFor(g.L.rows, 64), 64, [&] { rowKeysKernel(sums, g, keys); });
+  }
   launch(1, kSelectThreads, [&] {
     selectKernel(keys, static_cast<uint32_t>(g.L.rows), static_cast<uint32_t>(g.L.n3),
                  reinterpret_cast<uint32_t*>(out));
@@ -143,7 +151,8 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
   const size_t n = c.rows * t->row + c.extra, pb = D->encodedBytes(instP, n, TAH_DT_F32);
   std::vector<uint8_t> hws(D->workspaceBytes(instP, n, TAH_DT_F32, 3, 0) + 256);
   void* hw = hws.data() + ((256 - (reinterpret_cast<uintptr_t>(hws.data()) & 255)) & 255);
-  std::vector<uint32_t> keys(c.rows + 2);
+  const tah_layout_t lay = tah_layout(n, t->row, t->lowL);  // the encode's device workspace
+  std::vector<uint64_t> ews((pad256(4 * lay.rows) + 8 * lay.tiles) / 8 + 1);
   std::vector<float> acc32(n + 4);
   for (int dtype : {TAH_DT_F32, TAH_DT_F16, TAH_DT_BF16}) {
     const size_t es = dtype == TAH_DT_F32 ? 4 : 2;
@@ -154,7 +163,7 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       raw[r] = input(n, t->row, dtype, r == 1 ? c.kind : (c.kind == 3 ? 3 : 0), 50 + r);
       ASSERT_EQ(D->host.encode(instP, raw[r].data(), dtype, n, hp[r].data(), hw), 0);
       std::vector<uint8_t> dp(pb, 0xEE);
-      emuEncode(t, raw[r].data(), dtype, n, dp.data(), keys.data());
+      emuEncode(t, raw[r].data(), dtype, n, dp.data(), ews.data());
       ASSERT_EQ(dp, hp[r]) << "encode dtype " << dtype << " input " << r;
       ins.p[r] = hp[r].data();
       hIns[r] = hp[r].data();
@@ -175,7 +184,7 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       D->host.decodeReduceEncode(instP, hIns, 3, 1, raw[1].data(), dtype, n, scale, hpay.data(),
                                  hdec.data(), hw);
       emuDecode(t, ins, 3, 2, 1, ddec.data(), scale, n, dtype, acc32.data());
-      emuEncode(t, acc32.data(), TAH_DT_F32, n, dpay.data(), keys.data());
+      emuEncode(t, acc32.data(), TAH_DT_F32, n, dpay.data(), ews.data());
       Inputs o{};
       o.p[0] = dpay.data();
       emuDecode(t, o, 1, 0, 0, nullptr, 1.0f, n, dtype, ddec.data());  // in place of selfIn
@@ -185,13 +194,44 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       D->host.decodeReduceEncode(instP, nullptr, 1, 0, raw[1].data(), dtype, n, scale, hpay.data(),
                                  hdec.data(), hw);
       ddec = raw[1];
-      emuEncode(t, ddec.data(), dtype, n, dpay.data(), keys.data(), scale);
+      emuEncode(t, ddec.data(), dtype, n, dpay.data(), ews.data(), scale);
       emuDecode(t, o, 1, 0, 0, nullptr, 1.0f, n, dtype, ddec.data());
       ASSERT_EQ(dpay, hpay) << "decodeReduceEncode p 1 out dtype " << dtype << " scale " << scale;
       ASSERT_EQ(ddec, hdec) << "decodeReduceEncode p 1 decoded dtype " << dtype;
     }
   }
   D->destroy(instP);
+}
+
+// selectKernel alone against the host's rule (the n3 rows of smallest (key, index) are 3-bit;
+// per group of 32 rows the bit word and the 3-bit rows before it), on row counts that take its
+// histogram passes and its header walk through several loads a thread and groups a warp, with
+// few distinct keys (ties at the n3-th key) and with distinct ones.
+TEST(TahEmuSelect, HeaderIsTheHostSelection) {
+  for (uint32_t rows : {33u, 1000u, 40000u}) {
+    for (int distinct : {3, 1 << 30}) {
+      std::mt19937 g(rows + static_cast<uint32_t>(distinct));
+      std::vector<uint32_t> keys(rows);
+      for (uint32_t& k : keys) k = 0x80000000u + static_cast<uint32_t>(g() % distinct) * 4099u;
+      for (uint32_t n3 : {0u, 1u, rows / 5, rows}) {
+        std::vector<uint64_t> ord(rows);
+        for (uint32_t r = 0; r < rows; ++r) ord[r] = static_cast<uint64_t>(keys[r]) << 32 | r;
+        std::sort(ord.begin(), ord.end());
+        const uint32_t groups = (rows + 31) / 32;
+        std::vector<uint32_t> want(2 * groups, 0), got(2 * groups, 0xEEEEEEEEu);
+        for (uint32_t k = 0; k < n3; ++k) {
+          const uint32_t r = static_cast<uint32_t>(ord[k]);
+          want[2 * (r / 32)] |= 1u << (r % 32);
+        }
+        for (uint32_t gi = 0, c = 0; gi < groups; ++gi) {
+          want[2 * gi + 1] = c;
+          c += static_cast<uint32_t>(__builtin_popcount(want[2 * gi]));
+        }
+        launch(1, kSelectThreads, [&] { selectKernel(keys.data(), rows, n3, got.data()); });
+        ASSERT_EQ(got, want) << "rows " << rows << " n3 " << n3 << " distinct " << distinct;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
