@@ -247,7 +247,9 @@ COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm);
 /* Frees the communicator's local resources (without a barrier unless finalized). NULL is a
  * no-op returning cocclSuccess. Errors: cocclInvalidArgument for a handle that is not live
  * (destroyed or aborted already, or never returned by cocclCommInitRank): every function that
- * takes a communicator checks this first and never touches such a handle. */
+ * takes a communicator checks this first and never touches such a handle. Calls in flight on
+ * other threads (a watchdog's cocclCommGetAsyncError, a query) return before anything is freed;
+ * later ones are rejected. */
 COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm);
 
 /* Stops every operation in flight on `comm` (from any thread; the call in flight returns
@@ -260,8 +262,9 @@ COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm);
  * that broke it otherwise) to *asyncError. Thread-safe and cheap: an atomic load, plus at most
  * every 10 ms a non-blocking poll of the connections to the peers, so that a peer that died or
  * aborted while no call was in flight breaks the communicator here too (cocclRemoteError; the
- * message in cocclGetLastError), as a watchdog polling it expects.
- * Errors: cocclInvalidArgument (NULL). */
+ * message in cocclGetLastError), as a watchdog polling it expects; safe against a
+ * cocclCommDestroy / cocclCommAbort on another thread (which waits for it to return).
+ * Errors: cocclInvalidArgument (NULL, or a communicator destroyed or aborted already). */
 COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* asyncError);
 
 /* Number of ranks / this rank / the CUDA device whose buffers the communicator takes (-1 for a

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <string>
 
+#include "coccl.h"
 #include "codecs/codec.h"
 #include "collectives/communicator.h"
-#include "coccl.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -57,12 +57,27 @@ cocclResult_t guarded(cocclComm* comm, const char* fn, F&& f) {
 // Validates a communicator handle and that it can run operations.
 Communicator& usableComm(cocclComm* comm);
 
-// Live handles (handles.cc): registered at creation, unregistered by the destroy / abort that
-// frees them. checkLive* throw cocclInvalidArgument for NULL or a handle that is not live.
+// Live handles (handles.cc): registered at creation, retired by the destroy / abort that frees
+// them. checkLive* throw cocclInvalidArgument for NULL or a handle that is not live.
 void registerComm(const cocclComm* comm);
-bool unregisterComm(const cocclComm* comm);  // false: it was not live
+bool retireComm(const cocclComm* comm);    // false: it was not live; later calls are rejected
+void waitCommIdle(const cocclComm* comm);  // after retireComm: until its calls in flight return
 bool isLiveComm(const cocclComm* comm);
 void checkLiveComm(const cocclComm* comm);
+bool acquireComm(const cocclComm* comm);  // a call in flight (false: not live); releaseComm ends it
+void releaseComm(const cocclComm* comm);
+// A call in flight on a live communicator for the scope (cocclInvalidArgument when it is not
+// live): its destroy / abort on another thread waits for the scope to end before freeing it.
+class CommUse {
+ public:
+  explicit CommUse(const cocclComm* comm);
+  ~CommUse();
+  CommUse(const CommUse&) = delete;
+  CommUse& operator=(const CommUse&) = delete;
+
+ private:
+  const cocclComm* comm_;
+};
 // The same for codec handles (cocclCodecCreate / cocclCodecDestroy).
 void registerCodec(const cocclCodec* codec);
 bool unregisterCodec(const cocclCodec* codec);  // false: it was not live

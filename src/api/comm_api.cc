@@ -9,8 +9,8 @@
 #include <random>
 
 #include "api/api_internal.h"
-#include "core/bootstrap.h"
 #include "collectives/device_executors.h"
+#include "core/bootstrap.h"
 #include "core/env.h"
 #include "mem/cuda_device.h"
 
@@ -181,7 +181,8 @@ cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank
     initRank(handle, nranks, id, rank, cfg);
   });
   if (r != cocclSuccess && handle && !inGroup()) {
-    unregisterComm(handle);
+    retireComm(handle);
+    waitCommIdle(handle);
     delete handle;
     *comm = nullptr;
   }
@@ -219,6 +220,7 @@ COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
 
 COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm) {
   return guarded(comm, "cocclCommFinalize", [&] {
+    CommUse use(comm);
     Communicator& c = usableComm(comm);
     std::lock_guard<std::mutex> lock(comm->opMutex);
     c.finalize();
@@ -228,9 +230,10 @@ COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm) {
 COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm) {
   if (!comm) return cocclSuccess;
   return guarded(nullptr, "cocclCommDestroy", [&] {
-    COCCL_CHECK_ARG(unregisterComm(comm),
+    COCCL_CHECK_ARG(retireComm(comm),
                     "comm %p is not a live communicator (destroyed or aborted already?)",
                     static_cast<const void*>(comm));
+    waitCommIdle(comm);  // calls in flight on other threads (a watchdog's, a query's) return first
     {
       std::lock_guard<std::mutex> lock(comm->opMutex);
       comm->impl.reset();
@@ -242,10 +245,11 @@ COCCL_API cocclResult_t cocclCommDestroy(cocclComm_t comm) {
 COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm) {
   if (!comm) return cocclSuccess;
   return guarded(nullptr, "cocclCommAbort", [&] {
-    COCCL_CHECK_ARG(unregisterComm(comm),
+    COCCL_CHECK_ARG(retireComm(comm),
                     "comm %p is not a live communicator (destroyed or aborted already?)",
                     static_cast<const void*>(comm));
     if (comm->impl) comm->impl->requestAbort();  // the call in flight (any thread) bails out
+    waitCommIdle(comm);
     {
       std::lock_guard<std::mutex> lock(comm->opMutex);
       comm->impl.reset();
@@ -258,9 +262,14 @@ COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* 
   if (!comm || !asyncError)
     return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
                        "comm or asyncError is NULL");
-  if (!isLiveComm(comm))
+  // Counted in while it runs: a destroy / abort on another thread waits for it to return.
+  if (!acquireComm(comm))
     return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
                        "comm is not a live communicator (destroyed or aborted already?)");
+  struct Release {
+    cocclComm_t c;
+    ~Release() { releaseComm(c); }
+  } release{comm};
   if (!comm->impl) {
     *asyncError = cocclInProgress;
     return cocclSuccess;
@@ -281,7 +290,7 @@ COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* 
 
 COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count) {
   return guarded(nullptr, "cocclCommCount", [&] {
-    checkLiveComm(comm);
+    CommUse use(comm);
     COCCL_CHECK_ARG(comm && comm->impl && count, "comm or count is NULL");
     *count = comm->impl->nranks();
   });
@@ -289,7 +298,7 @@ COCCL_API cocclResult_t cocclCommCount(const cocclComm_t comm, int* count) {
 
 COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank) {
   return guarded(nullptr, "cocclCommUserRank", [&] {
-    checkLiveComm(comm);
+    CommUse use(comm);
     COCCL_CHECK_ARG(comm && comm->impl && rank, "comm or rank is NULL");
     *rank = comm->impl->rank();
   });
@@ -297,7 +306,7 @@ COCCL_API cocclResult_t cocclCommUserRank(const cocclComm_t comm, int* rank) {
 
 COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device) {
   return guarded(nullptr, "cocclCommCuDevice", [&] {
-    checkLiveComm(comm);
+    CommUse use(comm);
     COCCL_CHECK_ARG(comm && comm->impl && device, "comm or device is NULL");
     *device = comm->cudaDev;
   });
@@ -305,7 +314,7 @@ COCCL_API cocclResult_t cocclCommCuDevice(const cocclComm_t comm, int* device) {
 
 COCCL_API cocclResult_t cocclCommGetLastCollStats(cocclComm_t comm, cocclCollStats_t* stats) {
   return guarded(nullptr, "cocclCommGetLastCollStats", [&] {
-    checkLiveComm(comm);
+    CommUse use(comm);
     COCCL_CHECK_ARG(comm && comm->impl && stats, "comm or stats is NULL");
     const CollStats& s = comm->impl->stats();
     stats->logicalBytes = s.logicalBytes;

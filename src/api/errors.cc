@@ -7,8 +7,10 @@ cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
   std::string full = std::string(fn) + ": " + msg;
   COCCL_WARN("%s", full.c_str());
   setLastError(full);
-  if (comm && isCommunicationError(code) && isLiveComm(comm) && comm->impl)
-    comm->impl->fail(code, full);
+  if (comm && isCommunicationError(code) && acquireComm(comm)) {  // not freed meanwhile
+    if (comm->impl) comm->impl->fail(code, full);
+    releaseComm(comm);
+  }
   return code;
 }
 

@@ -60,6 +60,7 @@ COCCL_API cocclResult_t cocclCommQueryCodec(cocclComm_t comm, cocclCollKind_t co
                                             size_t codecNameLen) {
   return guarded(nullptr, "cocclCommQueryCodec", [&] {
     COCCL_CHECK_ARG(comm && compressed, "comm or compressed is NULL");
+    CommUse use(comm);  // queryChoice's codec lives in the communicator
     const Codec* codec = queryChoice(comm, coll, count, datatype, op).codec;
     if (codecName) copyOut(codec ? codec->spec() : std::string("none"), codecName, codecNameLen,
                            "the codec name");
@@ -72,6 +73,7 @@ COCCL_API cocclResult_t cocclCommQueryExactPath(cocclComm_t comm, cocclCollKind_
                                                 cocclRedOp_t op, cocclExactPath_t* path) {
   return guarded(nullptr, "cocclCommQueryExactPath", [&] {
     COCCL_CHECK_ARG(comm && path, "comm or path is NULL");
+    CommUse use(comm);  // queryChoice's codec lives in the communicator
     const CodecPolicy::Choice ch = queryChoice(comm, coll, count, datatype, op);
     *path = ch.codec || coll == cocclCollSendRecv ? cocclExactDefault
                                                   : static_cast<cocclExactPath_t>(ch.exact);
@@ -82,6 +84,7 @@ COCCL_API cocclResult_t cocclCommQueryAllGatherDelta(cocclComm_t comm, size_t se
                                                      cocclDataType_t datatype, int* delta) {
   return guarded(nullptr, "cocclCommQueryAllGatherDelta", [&] {
     COCCL_CHECK_ARG(comm && delta, "comm or delta is NULL");
+    CommUse use(comm);  // queryChoice's codec lives in the communicator
     const CodecPolicy::Choice ch =
         queryChoice(comm, cocclCollAllGather, sendcount, datatype, cocclSum);
     *delta = ch.codec && ch.delta ? 1 : 0;
@@ -91,7 +94,7 @@ COCCL_API cocclResult_t cocclCommQueryAllGatherDelta(cocclComm_t comm, size_t se
 COCCL_API cocclResult_t cocclCommWorldRanks(cocclComm_t comm, int* worldRanks, int nranks) {
   return guarded(nullptr, "cocclCommWorldRanks", [&] {
     COCCL_CHECK_ARG(comm && worldRanks, "comm or worldRanks is NULL");
-    checkLiveComm(comm);
+    CommUse use(comm);
     COCCL_CHECK_ARG(comm->impl != nullptr, "comm is not initialised");
     const std::vector<int>& w = comm->impl->worldRanks();
     COCCL_CHECK_ARG(nranks == static_cast<int>(w.size()),

@@ -8,14 +8,14 @@
 
 #include "codecs/abi/registry.h"
 #include "collectives/delta/delta_device.h"
-#include "collectives/p2p_device/device_p2p.h"
-#include "collectives/host/delta_header.h"
-#include "collectives/layout.h"
 #include "collectives/device_executors.h"
+#include "collectives/host/delta_header.h"
+#include "collectives/host/host_executor.h"
+#include "collectives/layout.h"
+#include "collectives/p2p_device/device_p2p.h"
 #include "collectives/policy_init.h"
 #include "core/agree.h"
 #include "core/dtype.h"
-#include "collectives/host/host_executor.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -280,6 +280,14 @@ void Communicator::runAllGatherDelta(CollRequest r, unsigned flags) {
   totals_[static_cast<int>(Coll::AllGather)].add(stats_);  // the destroy line's AllGather row
 }
 
+namespace {
+// The message's direction as both ends see it: from the sender's rank to the receiver's.
+P2PDir p2pDirection(bool send, int self, int peer) {
+  const int from = send ? self : peer, to = send ? peer : self;
+  return to > from ? P2PDir::Up : P2PDir::Down;
+}
+}  // namespace
+
 void Communicator::runP2P(std::vector<CollRequest> group) {
   // count == 0 is a no-op at both ends (no header, nothing on the wire), as for collectives.
   group.erase(std::remove_if(group.begin(), group.end(),
@@ -301,7 +309,7 @@ void Communicator::runP2P(std::vector<CollRequest> group) {
       o.refused = true;  // kept: the header check fails both ends (request.h)
     else
       o.codec = policy_.select(o.coll, o.dt, o.op, logicalBytes(o, nranks()), o.count, o.codec,
-                               msgNo);
+                               msgNo, p2pDirection(o.coll == Coll::Send, rank(), o.peer()));
     o.interCodec = nullptr;
     if (o.coll == Coll::Send) sent += logicalBytes(o, nranks());
     if (!o.count || !o.p2pBuffer()) continue;

@@ -65,7 +65,7 @@ bool CodecPolicy::compressible(const Codec* c, CollKind kind, cocclDataType_t dt
 
 CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op,
                                         size_t bytes, size_t count, const Codec* forced,
-                                        uint64_t callNo) const {
+                                        uint64_t callNo, P2PDir dir) const {
   if (forced) {
     if (forcedRefuses(forced, kind, dt, op, count))
       COCCL_THROW(cocclInvalidArgument, "%s", countRefusal(*forced, count, dt).c_str());
@@ -78,8 +78,8 @@ CodecPolicy::Choice CodecPolicy::choose(CollKind kind, cocclDataType_t dt, coccl
   const uint64_t b = bytes;
   for (const Rule& r : rules_) {
     const PolicyRule& m = r.match;
-    if (!(m.colls & bit) || !(m.dtypes >> t & 1u) || b < m.bytesFrom || b >= m.bytesBelow)
-      continue;
+    if (!(m.colls & bit) || !(m.dtypes >> t & 1u) || b < m.bytesFrom || b >= m.bytesBelow) continue;
+    if (m.direction != P2PDir::Any && dir != P2PDir::Any && dir != m.direction) continue;
     // The first match decides, also where it leaves the call exact (and says by whom).
     Choice exact;
     exact.exact = m.exact;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "codecs/codec.h"
 #include "coccl.h"
+#include "codecs/codec.h"
 #include "collectives/policy_entry.h"
 #include "collectives/policy_file.h"
 #include "collectives/request.h"
@@ -60,12 +60,15 @@ class CodecPolicy {
   // call's number as a rule's "warmup_calls" counts it (Communicator: a collective's call
   // number, a Send/Recv's message number between its pair); a rule that decides a call numbered
   // below its warm-up leaves it exact. kNoCallNo (queries): past every warm-up.
+  // `dir`: a Send/Recv message's direction (a rule's "direction" matches it; Any: a query, which
+  // rules of either direction match, the first deciding).
   static constexpr uint64_t kNoCallNo = UINT64_MAX;
   Choice choose(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes, size_t count,
-                const Codec* forced, uint64_t callNo = kNoCallNo) const;
+                const Codec* forced, uint64_t callNo = kNoCallNo, P2PDir dir = P2PDir::Any) const;
   const Codec* select(CollKind kind, cocclDataType_t dt, cocclRedOp_t op, size_t bytes,
-                      size_t count, const Codec* forced, uint64_t callNo = kNoCallNo) const {
-    return choose(kind, dt, op, bytes, count, forced, callNo).codec;
+                      size_t count, const Codec* forced, uint64_t callNo = kNoCallNo,
+                      P2PDir dir = P2PDir::Any) const {
+    return choose(kind, dt, op, bytes, count, forced, callNo, dir).codec;
   }
   // Whether `c` refuses `count` elements of dt: encodedBytes(count) is 0 for count > 0, which
   // the plug-in ABI lets a codec answer for counts it does not take (coccl_codec.h, "Sizes").

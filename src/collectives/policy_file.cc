@@ -29,8 +29,8 @@ struct Where {
 };
 
 const char* const kRuleKeys =
-    "name, nranks, members, stride, collective, dtype, bytes, codec, min_bytes, exact, delta, "
-    "warmup_calls";
+    "name, nranks, members, stride, collective, dtype, bytes, direction, codec, min_bytes, exact, "
+    "delta, warmup_calls";
 
 struct CollName {
   const char* name;
@@ -154,6 +154,7 @@ void parseMembers(const Where& w, const JsonValue& v, PolicyRule* r) {
 // Whether a (earlier) takes every call b would take (so b can never match).
 bool covers(const PolicyRule& a, const PolicyRule& b) {
   if ((b.colls & ~a.colls) || (b.dtypes & ~a.dtypes)) return false;
+  if (a.direction != P2PDir::Any && a.direction != b.direction) return false;
   if (a.bytesFrom > b.bytesFrom || a.bytesBelow < b.bytesBelow) return false;
   if (a.hasName && a.name != "*" && !(b.hasName && b.name == a.name)) return false;
   const int bSize = b.nranks ? b.nranks : static_cast<int>(b.members.size());
@@ -169,7 +170,7 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
   PolicyRule r;
   r.line = v.line;
   const JsonValue* codec = nullptr;
-  int exactLine = 0, deltaLine = 0;
+  int exactLine = 0, deltaLine = 0, directionLine = 0;
   for (size_t i = 0; i < v.members.size(); ++i) {
     const auto& [k, x] = v.members[i];
     if (k == "name") {
@@ -222,6 +223,14 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
                            (x.kind == JsonValue::Int ? std::to_string(x.i)
                                                      : std::string(jsonKindName(x.kind))));
       r.warmupCalls = static_cast<uint64_t>(x.i);
+    } else if (k == "direction") {
+      if (x.kind != JsonValue::String || (x.s != "up" && x.s != "down"))
+        w.fail(x.line, std::string("direction must be \"up\" (messages to a higher rank) or "
+                                   "\"down\", not ") +
+                           (x.kind == JsonValue::String ? "\"" + x.s + "\""
+                                                        : std::string(jsonKindName(x.kind))));
+      r.direction = x.s == "up" ? P2PDir::Up : P2PDir::Down;
+      directionLine = x.line;
     } else if (k == "delta") {
       if (x.kind != JsonValue::Bool)
         w.fail(x.line, std::string("delta must be true or false, not ") + jsonKindName(x.kind));
@@ -236,6 +245,10 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
     w.fail(exactLine,
            "exact applies to the collectives (allreduce, reducescatter, allgather), "
            "not to sendrecv");
+  if (directionLine && r.colls != kPolicySendRecv)
+    w.fail(directionLine,
+           "direction applies to sendrecv alone: the rule's collective must be "
+           "\"sendrecv\"");
   if (r.delta && r.colls != kPolicyAllGather)
     w.fail(deltaLine, "delta applies to allgather alone: the rule's collective must be "
                       "\"allgather\" (the NCCL shim's weight-difference all-gather)");
@@ -319,6 +332,7 @@ std::string PolicyRule::callText() const {
   }
   if (bytesFrom || bytesBelow != UINT64_MAX)
     s += " bytes [" + bytesText(bytesFrom) + ", " + bytesText(bytesBelow) + ")";
+  if (direction != P2PDir::Any) s += direction == P2PDir::Up ? " up" : " down";
   return s;
 }
 

@@ -53,6 +53,10 @@ struct CommFacts {
   std::vector<int> worldRanks;  // worldRanks[r]: the world rank of rank r
 };
 
+// A Send/Recv message's direction within its communicator: Up from a lower rank to a higher one,
+// Down the other way (Any: not a message, or either way).
+enum class P2PDir { Any, Up, Down };
+
 struct PolicyRule {
   int line = 0;  // of the rule's '{'
   // The communicator (absent: any).
@@ -65,6 +69,10 @@ struct PolicyRule {
   unsigned colls = kPolicyCollectives;  // kPolicy* bits
   uint32_t dtypes = kPolicyAllTypes;    // bit per cocclDataType_t
   uint64_t bytesFrom = 0, bytesBelow = UINT64_MAX;
+  // "direction" (sendrecv rules only): the messages from a lower rank to a higher one (Up: a
+  // pipeline's activations, when its stages are in rank order) or the other way (Down: their
+  // gradients); Any: both.
+  P2PDir direction = P2PDir::Any;
   // The choice.
   PolicyEntry entry;
   int64_t minBytes = -1;  // -1: the communicator's threshold

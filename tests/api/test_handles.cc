@@ -2,7 +2,10 @@
 // cocclInvalidArgument with a message instead of crashing or hanging (src/api/handles.cc).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coccl.h"
@@ -92,10 +95,59 @@ TEST(Handles, CallsAfterDestroyAreRejected) {
 TEST(Handles, CallsAfterAbortAreRejected) {
   RunOptions o;
   o.destroyComm = false;
-  runRanks(2, Mode::Threads, [](Rank& r) {
-    ASSERT_EQ(cocclCommAbort(r.comm), cocclSuccess);
-    expectEveryCallRejects(r.comm);
-  }, o);
+  runRanks(
+      2, Mode::Threads,
+      [](Rank& r) {
+        ASSERT_EQ(cocclCommAbort(r.comm), cocclSuccess);
+        expectEveryCallRejects(r.comm);
+      },
+      o);
+}
+
+// A watchdog thread polls cocclCommGetAsyncError (as PyTorch's does) and queries the
+// communicator while the rank's thread destroys or aborts it: each call either sees the live
+// communicator or is rejected, and the destroy waits for the call in flight to return before it
+// frees anything (before, the poll could read freed memory: the sanitizer jobs catch that).
+void destroyUnderAWatchdog(bool abort) {
+  RunOptions o;
+  o.destroyComm = false;
+  runRanks(
+      1, Mode::Threads,
+      [abort](Rank& r) {
+        std::atomic<bool> polled{false};
+        std::atomic<int> wrong{0};
+        std::thread watchdog([&] {
+          for (;;) {
+            cocclResult_t async = cocclSuccess;
+            int n = 0, compressed = 0;
+            const cocclResult_t a = cocclCommGetAsyncError(r.comm, &async);
+            const cocclResult_t b = cocclCommCount(r.comm, &n);
+            const cocclResult_t c = cocclCommQueryCodec(
+                r.comm, cocclCollAllReduce, 1024, cocclFloat32, cocclSum, &compressed, nullptr, 0);
+            polled = true;
+            if (a == cocclInvalidArgument && b == cocclInvalidArgument && c == cocclInvalidArgument)
+              return;  // gone: every later call is rejected
+            if ((a != cocclSuccess && a != cocclInvalidArgument) ||
+                (a == cocclSuccess && async != cocclSuccess) ||
+                (b != cocclSuccess && b != cocclInvalidArgument) || (b == cocclSuccess && n != 1) ||
+                (c != cocclSuccess && c != cocclInvalidArgument))
+              ++wrong;
+          }
+        });
+        while (!polled) std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        EXPECT_EQ(abort ? cocclCommAbort(r.comm) : cocclCommDestroy(r.comm), cocclSuccess);
+        watchdog.join();
+        EXPECT_EQ(wrong.load(), 0);
+      },
+      o);
+}
+
+TEST(Handles, DestroyWaitsForAWatchdogThread) {
+  destroyUnderAWatchdog(false);
+}
+TEST(Handles, AbortWaitsForAWatchdogThread) {
+  destroyUnderAWatchdog(true);
 }
 
 TEST(Handles, APointerThatNeverWasAHandleIsRejected) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -147,6 +148,34 @@ TEST(PolicyRanks, WarmupCallsRunExactFirst) {
       } else {
         EXPECT_NEAR(b[7], 2.f - r.rank, 0.02f);
       }
+    }
+  }, o);
+}
+
+// "direction": "up" compresses a pipeline's activations (to the next, higher rank) and leaves
+// the gradients coming back exact; both ends of each message decide alike.
+TEST(PolicyRanks, DirectionUpCompressesOneWay) {
+  TempPolicy file(R"({"rules": [
+    {"collective": "sendrecv", "direction": "up", "codec": "int8", "min_bytes": 0}
+  ]})");
+  RunOptions o;
+  o.config = configWithTimeout(30000);
+  o.config.policy = file.path.c_str();
+  runRanks(2, Mode::Threads, [](Rank& r) {
+    std::vector<float> a(4096), b(4096, 0.f), want(4096);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = std::sin(0.37f * i) * (1.f + r.rank);
+      want[i] = std::sin(0.37f * i) * (2.f - r.rank);
+    }
+    ASSERT_EQ(cocclGroupStart(), cocclSuccess);
+    EXPECT_EQ(cocclSend(a.data(), a.size(), cocclFloat32, 1 - r.rank, r.comm, nullptr), cocclSuccess);
+    EXPECT_EQ(cocclRecv(b.data(), b.size(), cocclFloat32, 1 - r.rank, r.comm, nullptr), cocclSuccess);
+    ASSERT_EQ(cocclGroupEnd(), cocclSuccess) << cocclGetLastError(r.comm);
+    if (r.rank == 0) {
+      EXPECT_EQ(b, want);  // from rank 1: down, exact
+    } else {
+      EXPECT_NE(b, want);  // from rank 0: up, through int8
+      for (size_t i = 0; i < b.size(); ++i) ASSERT_NEAR(b[i], want[i], 0.02f) << i;
     }
   }, o);
 }

@@ -1,7 +1,7 @@
 // The policy file parser (src/collectives/policy_file.h, policy_json.h): what a good file
 // becomes, and every documented error with its message (file and line).
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,7 +186,8 @@ TEST(PolicyFile, WrongTypes) {
   EXPECT_ERROR(rule("\"members\": [0, -1]"), "line 3: a member must be in 0..");
   EXPECT_ERROR(rule("\"members\": [0, 1, 0]"), "members lists world rank 0 twice");
   EXPECT_ERROR(rule("\"collective\": \"alltoall\""),
-               "line 3: unknown collective \"alltoall\" (one of allreduce, reducescatter, allgather, sendrecv)");
+               "line 3: unknown collective \"alltoall\" (one of allreduce, reducescatter, "
+               "allgather, sendrecv)");
   EXPECT_ERROR(rule("\"collective\": [\"allreduce\", 2]"), "line 3: collective lists an integer");
   EXPECT_ERROR(rule("\"collective\": true"), "collective must be a string or a list of strings, not a boolean");
   EXPECT_ERROR(rule("\"dtype\": \"float128\""), "line 3: unknown dtype \"float128\"");
@@ -257,9 +258,39 @@ TEST(PolicyFile, Delta) {
                "\"allgather\"");
   EXPECT_ERROR(rule("\"collective\": [\"allgather\", \"reducescatter\"],\n\"delta\": true"),
                "line 4: delta applies to allgather alone");
-  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"none\", \"collective\": \"allgather\",\n"
-               "\"delta\": true}]}",
-               "line 3: delta needs a codec");
+  EXPECT_ERROR(
+      "{\"rules\": [\n{\"codec\": \"none\", \"collective\": \"allgather\",\n"
+      "\"delta\": true}]}",
+      "line 3: delta needs a codec");
+}
+
+// "direction": sendrecv rules alone, "up" or "down"; a rule of one direction does not hide a
+// later rule of the other, while a rule of either direction hides both.
+TEST(PolicyFile, Direction) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"collective": "sendrecv", "direction": "up", "codec": "int8"},
+    {"collective": "sendrecv", "direction": "down", "codec": "none"}
+  ]})",
+                                       "p.json");
+  ASSERT_EQ(f.rules.size(), 2u);
+  EXPECT_EQ(f.rules[0].direction, P2PDir::Up);
+  EXPECT_EQ(f.rules[1].direction, P2PDir::Down);
+  EXPECT_EQ(f.rules[0].callText(), "sendrecv up");
+  auto rule = [](const std::string& body) {
+    return "{\"rules\": [\n{\"codec\": \"int8\",\n" + body + "}]}";
+  };
+  EXPECT_ERROR(rule("\"collective\": \"sendrecv\",\n\"direction\": \"left\""),
+               "line 4: direction must be \"up\" (messages to a higher rank) or \"down\", not "
+               "\"left\"");
+  EXPECT_ERROR(rule("\"collective\": \"sendrecv\",\n\"direction\": 1"),
+               "line 4: direction must be");
+  EXPECT_ERROR(rule("\"direction\": \"up\""), "line 3: direction applies to sendrecv alone");
+  EXPECT_ERROR(rule("\"collective\": [\"sendrecv\", \"allreduce\"],\n\"direction\": \"up\""),
+               "line 4: direction applies to sendrecv alone");
+  EXPECT_ERROR(
+      "{\"rules\": [{\"collective\": \"sendrecv\", \"codec\": \"int8\"},\n"
+      "{\"collective\": \"sendrecv\", \"direction\": \"down\", \"codec\": \"none\"}]}",
+      "line 2");
 }
 
 TEST(PolicyFile, BadCodecSpecGivesTheSpecParsersMessage) {
@@ -268,8 +299,10 @@ TEST(PolicyFile, BadCodecSpecGivesTheSpecParsersMessage) {
                "policy file 'p.json' line 3: codec spec");
   EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"nosuchcodec\"}]}", "nosuchcodec");
   // hier: is for the reductions.
-  EXPECT_ERROR("{\"rules\": [\n{\"collective\": \"allgather\", \"codec\": \"hier:intra=int8,inter=int8\"}]}",
-               "line 2: codec spec 'hier:intra=int8,inter=int8': two-level (hier:) specs are for AllReduce and ReduceScatter");
+  EXPECT_ERROR(
+      "{\"rules\": [\n{\"collective\": \"allgather\", \"codec\": \"hier:intra=int8,inter=int8\"}]}",
+      "line 2: codec spec 'hier:intra=int8,inter=int8': two-level (hier:) specs are for AllReduce "
+      "and ReduceScatter");
   EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"hier:intra=int8,inter=int8\"}]}", "two-level");
 }
 
@@ -289,13 +322,19 @@ TEST(PolicyFile, RulesThatCanNeverMatch) {
   EXPECT_ERROR(rule("\"bytes\": {\"below\": \"1M\"}, \"min_bytes\": \"1M\""),
                "line 2: min_bytes 1M is not below bytes.below 1M");
   // Shadowed by an earlier rule.
-  EXPECT_ERROR("{\"rules\": [\n{\"codec\": \"none\"},\n{\"collective\": \"allreduce\", \"codec\": \"int8\"}]}",
-               "line 3: this rule can never match: the rule on line 2 takes every call it would");
-  EXPECT_ERROR("{\"rules\": [\n{\"name\": \"tp\", \"bytes\": {\"from\": 0, \"below\": \"1G\"}, \"codec\": \"none\"},\n"
-               "{\"name\": \"tp\", \"nranks\": 8, \"bytes\": {\"from\": \"1M\", \"below\": \"2M\"}, \"codec\": \"int8\"}]}",
-               "line 3: this rule can never match: the rule on line 2");
+  EXPECT_ERROR(
+      "{\"rules\": [\n{\"codec\": \"none\"},\n{\"collective\": \"allreduce\", \"codec\": "
+      "\"int8\"}]}",
+      "line 3: this rule can never match: the rule on line 2 takes every call it would");
+  EXPECT_ERROR(
+      "{\"rules\": [\n{\"name\": \"tp\", \"bytes\": {\"from\": 0, \"below\": \"1G\"}, \"codec\": "
+      "\"none\"},\n"
+      "{\"name\": \"tp\", \"nranks\": 8, \"bytes\": {\"from\": \"1M\", \"below\": \"2M\"}, "
+      "\"codec\": \"int8\"}]}",
+      "line 3: this rule can never match: the rule on line 2");
   // Not shadowed: another name, a wider range, Send/Recv after a rule without "collective".
-  EXPECT_EQ(errorOf("{\"rules\": [{\"name\": \"tp\", \"codec\": \"none\"}, {\"name\": \"dp\", \"codec\": \"int8\"},"
+  EXPECT_EQ(errorOf("{\"rules\": [{\"name\": \"tp\", \"codec\": \"none\"}, {\"name\": \"dp\", "
+                    "\"codec\": \"int8\"},"
                     "{\"codec\": \"none\"}, {\"collective\": \"sendrecv\", \"codec\": \"int8\"}]}"),
             "");
 }

@@ -204,6 +204,35 @@ TEST(PolicyMatch, WarmupCallsOfTheDecidingRule) {
       << d[0];
 }
 
+// "direction": a sendrecv rule matches the messages of its direction alone (the other's go on
+// to the next rule); a query (no direction) takes the first sendrecv rule.
+TEST(PolicyMatch, DirectionOfSendRecvRules) {
+  const PolicyFile f = parsePolicyText(R"({"rules": [
+    {"collective": "sendrecv", "direction": "up", "codec": "int8", "min_bytes": 0},
+    {"collective": "sendrecv", "direction": "down", "codec": "fp8_ash_ds", "min_bytes": 0}
+  ]})",
+                                       "p.json");
+  const CodecPolicy p(defaults(), &f, comm("", {0, 1}));
+  auto codecOf = [&](Coll k, P2PDir dir) {
+    const Codec* c = p.select(k, cocclBfloat16, cocclSum, 1 << 20, 1 << 19, nullptr,
+                              CodecPolicy::kNoCallNo, dir);
+    return std::string(c ? c->name() : "none");
+  };
+  EXPECT_EQ(codecOf(Coll::Send, P2PDir::Up), "int8");
+  EXPECT_EQ(codecOf(Coll::Recv, P2PDir::Up), "int8");
+  EXPECT_EQ(codecOf(Coll::Send, P2PDir::Down), "fp8_ash_ds");
+  EXPECT_EQ(codecOf(Coll::Recv, P2PDir::Down), "fp8_ash_ds");
+  EXPECT_EQ(codecOf(Coll::Send, P2PDir::Any), "int8");
+  const PolicyFile up = parsePolicyText(R"({"rules": [
+    {"collective": "sendrecv", "direction": "up", "codec": "int8", "min_bytes": 0}
+  ]})",
+                                        "p.json");
+  const CodecPolicy q(defaults(), &up, comm("", {0, 1}));
+  const Codec* down = q.select(Coll::Send, cocclBfloat16, cocclSum, 1 << 20, 1 << 19, nullptr,
+                               CodecPolicy::kNoCallNo, P2PDir::Down);
+  EXPECT_EQ(down, nullptr);  // the environment's default: exact
+}
+
 // A "delta" rule marks the AllGather calls it compresses (Choice::delta), and no other call:
 // not below its min_bytes, not a type its codec does not encode, not other rules' calls.
 TEST(PolicyMatch, DeltaOfTheDecidingRule) {
