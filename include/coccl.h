@@ -244,7 +244,9 @@ COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
  * cocclSystemError/cocclRemoteError (a peer died meanwhile). */
 COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm);
 
-/* Frees the communicator's local resources (without a barrier unless finalized). NULL is a
+/* Frees the communicator's local resources (without a barrier unless finalized); waits first
+ * for calls in flight on other threads (a collective there runs to its end or its timeout, as
+ * it did before; an init deferred inside a group to its end). NULL is a
  * no-op returning cocclSuccess. Errors: cocclInvalidArgument for a handle that is not live
  * (destroyed or aborted already, or never returned by cocclCommInitRank): every function that
  * takes a communicator checks this first and never touches such a handle. Calls in flight on
@@ -535,7 +537,9 @@ typedef enum COCCL_ENUM_INT {
  * COCCL_CODEC_<COLL> / COCCL_CODEC (SendRecv: COCCL_CODEC_SENDRECV only) with compressMinBytes,
  * else COCCL_COMPRESS_MIN_BYTES; the op and the data type), and with which codec. `count` is the call's own count argument (AllReduce:
  * count; ReduceScatter: recvcount; AllGather: sendcount; Send/Recv: count); `op` is not looked
- * at for AllGather and SendRecv (COCCL_CODEC_SENDRECV).
+ * at for AllGather and SendRecv (COCCL_CODEC_SENDRECV). SendRecv: compressed when the messages
+ * of either direction are (a policy rule may take the messages to higher ranks or to lower ones
+ * alone: its "direction"), the codec of the upward ones first.
  * Writes *compressed (1 or 0) and, when codecName is not NULL, the codec's canonical spec
  * ("none" when uncompressed) with its NUL into codecName[0, codecNameLen). Count 0 is never
  * compressed (such a call does nothing). The buffers are not part of the question: device

@@ -45,14 +45,11 @@ __device__ void decodeBatchInto(Slab& S, const uint8_t* pay, const Geo& geo, con
                                 bool add) {
   const tah_layout_t& L = geo.L;
   const int lane = laneId();
-  const bool act = lane < bt.nt;
-  const size_t tile = bt.tile0 + (act ? lane : 0);
-  size_t r, t, off = 0;
-  tileRT(geo, tile, &r, &t);
-  int three = 0;
-  const bool ok = tah_row_place(pay, &L, geo.R, r, &three, &off) != 0;
-  off += t * (three ? 24 : 32);
-  const unsigned size = three ? 24u : 32u;
+  const LaneTile lt = laneTile(pay, geo, bt);
+  const bool act = lt.act, ok = lt.ok;
+  const size_t tile = lt.tile, off = lt.off;
+  const int three = lt.three;
+  const unsigned size = lt.size;
   uint32_t meta = 0;
   unsigned flag = 0;
   if (act && ok) {

@@ -21,6 +21,30 @@ __device__ __forceinline__ size_t firstBatch() {
   return static_cast<size_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
 }
 
+// Lane l's tile of a batch (the batch's first tile for the lanes past its end) and where its
+// codes lie in the code section of payload `pay` (tah_row_place: ok is false where the row
+// cannot lie in the section, a garbage header's).
+struct LaneTile {
+  bool act, ok;
+  size_t tile, off;  // off: bytes from the code section's start
+  int three;
+  unsigned size;  // bytes of codes: 24 (3-bit) or 32
+};
+__device__ __forceinline__ LaneTile laneTile(const uint8_t* pay, const Geo& geo, const Batch& bt) {
+  LaneTile p;
+  const int lane = laneId();
+  p.act = lane < bt.nt;
+  p.tile = bt.tile0 + (p.act ? lane : 0);
+  size_t r, t;
+  tileRT(geo, p.tile, &r, &t);
+  p.off = 0;
+  p.three = 0;
+  p.ok = tah_row_place(pay, &geo.L, geo.R, r, &p.three, &p.off) != 0;
+  p.size = p.three ? 24u : 32u;
+  p.off += t * p.size;
+  return p;
+}
+
 // The warp's batches of the message into its slab (encoded values: fin(x), fin(x * scale)), and
 // work(batch) on each; a 16-bit input's next batch is loaded while work runs.
 template <typename Work>
@@ -166,14 +190,11 @@ __device__ __noinline__ void hadamardTrial(Slab& S, int ti) {
 __device__ void encodeBatch(Slab& S, const Geo& geo, bool had, const Batch& bt, uint8_t* out) {
   const tah_layout_t& L = geo.L;
   const int lane = laneId();
-  const bool act = lane < bt.nt;
-  const size_t tile = bt.tile0 + (act ? lane : 0);
-  size_t r, t, off = 0;
-  tileRT(geo, tile, &r, &t);
-  int three = 0;
-  tah_row_place(out, &L, geo.R, r, &three, &off);
-  off += t * (three ? 24 : 32);  // the tile's codes, from the code section's start
-  const unsigned size = three ? 24u : 32u;
+  const LaneTile lt = laneTile(out, geo, bt);  // the header is this encode's: ok
+  const bool act = lt.act;
+  const size_t tile = lt.tile, off = lt.off;
+  const int three = lt.three;
+  const unsigned size = lt.size;
   const size_t off0 = shfl64(off, 0);
   const unsigned rel = static_cast<unsigned>(off - off0);  // < 1 KiB: a valid header's batch
   const unsigned span = warpMax(act ? rel + size : 0u);    // codes are contiguous

@@ -38,8 +38,22 @@ inline bool isCommunicationError(cocclResult_t code) {
 cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
                           const std::string& msg);
 
+bool acquireComm(const cocclComm* comm);  // a call in flight (false: not live); releaseComm ends it
+void releaseComm(const cocclComm* comm);
+// Ends a call in flight on comm (acquireComm) at the scope's end; nullptr: none.
+struct CommRelease {
+  const cocclComm* comm;
+  ~CommRelease() {
+    if (comm) releaseComm(comm);
+  }
+};
+
+// Runs f, turning exceptions into error codes (reportError). A live comm stays counted in
+// until its error is reported: a destroy / abort on another thread cannot free it in between,
+// nor a new communicator take its address.
 template <class F>
 cocclResult_t guarded(cocclComm* comm, const char* fn, F&& f) {
+  const CommRelease held{comm && acquireComm(comm) ? comm : nullptr};
   try {
     f();
     return cocclSuccess;
@@ -64,8 +78,6 @@ bool retireComm(const cocclComm* comm);    // false: it was not live; later call
 void waitCommIdle(const cocclComm* comm);  // after retireComm: until its calls in flight return
 bool isLiveComm(const cocclComm* comm);
 void checkLiveComm(const cocclComm* comm);
-bool acquireComm(const cocclComm* comm);  // a call in flight (false: not live); releaseComm ends it
-void releaseComm(const cocclComm* comm);
 // A call in flight on a live communicator for the scope (cocclInvalidArgument when it is not
 // live): its destroy / abort on another thread waits for the scope to end before freeing it.
 class CommUse {

@@ -174,7 +174,10 @@ cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank
     if (inGroup()) {
       // Deferred: runs concurrently with the group's other inits at GroupEnd.
       QueuedOp op;
-      op.run = [handle, nranks, id, rank, cfg] { initRank(handle, nranks, id, rank, cfg); };
+      op.run = [handle, nranks, id, rank, cfg] {
+        CommUse use(handle);  // a destroy / abort meanwhile waits for the init to end
+        initRank(handle, nranks, id, rank, cfg);
+      };
       enqueue(std::move(op));
       return;
     }
@@ -266,10 +269,7 @@ COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* 
   if (!acquireComm(comm))
     return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
                        "comm is not a live communicator (destroyed or aborted already?)");
-  struct Release {
-    cocclComm_t c;
-    ~Release() { releaseComm(c); }
-  } release{comm};
+  const CommRelease held{comm};
   if (!comm->impl) {
     *asyncError = cocclInProgress;
     return cocclSuccess;

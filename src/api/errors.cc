@@ -8,8 +8,8 @@ cocclResult_t reportError(cocclComm* comm, const char* fn, cocclResult_t code,
   COCCL_WARN("%s", full.c_str());
   setLastError(full);
   if (comm && isCommunicationError(code) && acquireComm(comm)) {  // not freed meanwhile
+    const CommRelease held{comm};
     if (comm->impl) comm->impl->fail(code, full);
-    releaseComm(comm);
   }
   return code;
 }

@@ -47,7 +47,16 @@ CodecPolicy::Choice queryChoice(cocclComm_t comm, cocclCollKind_t coll, size_t c
                         : coll == cocclCollAllGather     ? CollKind::AllGather
                                                          : CollKind::Send;
   if (count == 0) return CodecPolicy::Choice{};
-  return c.policy().choose(kind, datatype, op, count * ranks * es, count, nullptr);
+  const size_t bytes = count * ranks * es;
+  if (kind != CollKind::Send) return c.policy().choose(kind, datatype, op, bytes, count, nullptr);
+  // Send/Recv: compressed when the messages of either direction are (rules may take one
+  // direction: the NCCL shim then routes both to coccl, which runs the other one exact); the
+  // answer is the same on every rank.
+  const CodecPolicy::Choice up = c.policy().choose(kind, datatype, op, bytes, count, nullptr,
+                                                   CodecPolicy::kNoCallNo, P2PDir::Up);
+  if (up.codec) return up;
+  return c.policy().choose(kind, datatype, op, bytes, count, nullptr, CodecPolicy::kNoCallNo,
+                           P2PDir::Down);
 }
 
 }  // namespace

@@ -153,9 +153,12 @@ TEST(PolicyRanks, WarmupCallsRunExactFirst) {
 }
 
 // "direction": "up" compresses a pipeline's activations (to the next, higher rank) and leaves
-// the gradients coming back exact; both ends of each message decide alike.
+// the gradients coming back exact; both ends of each message decide alike. The query says
+// compressed (the NCCL shim then routes both directions to coccl), though the first sendrecv
+// rule, for the messages down, is exact.
 TEST(PolicyRanks, DirectionUpCompressesOneWay) {
   TempPolicy file(R"({"rules": [
+    {"collective": "sendrecv", "direction": "down", "codec": "none"},
     {"collective": "sendrecv", "direction": "up", "codec": "int8", "min_bytes": 0}
   ]})");
   RunOptions o;
@@ -167,6 +170,13 @@ TEST(PolicyRanks, DirectionUpCompressesOneWay) {
       a[i] = std::sin(0.37f * i) * (1.f + r.rank);
       want[i] = std::sin(0.37f * i) * (2.f - r.rank);
     }
+    int compressed = 0;
+    char name[64];
+    ASSERT_EQ(cocclCommQueryCodec(r.comm, cocclCollSendRecv, a.size(), cocclFloat32, cocclSum,
+                                  &compressed, name, sizeof(name)),
+              cocclSuccess);
+    EXPECT_EQ(compressed, 1);
+    EXPECT_EQ(std::string(name).substr(0, 4), "int8");
     ASSERT_EQ(cocclGroupStart(), cocclSuccess);
     EXPECT_EQ(cocclSend(a.data(), a.size(), cocclFloat32, 1 - r.rank, r.comm, nullptr), cocclSuccess);
     EXPECT_EQ(cocclRecv(b.data(), b.size(), cocclFloat32, 1 - r.rank, r.comm, nullptr), cocclSuccess);
