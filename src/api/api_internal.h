@@ -16,6 +16,9 @@
 struct cocclComm {
   std::unique_ptr<coccl::Communicator> impl;
   std::mutex opMutex;  // held by the running operation; abort/destroy take it after stopping it
+  // Guards `impl` where an init deferred inside a group may set it concurrently: the init's
+  // assignment, and the reads of cocclCommAbort and cocclCommGetAsyncError (other threads).
+  std::mutex implMutex;
   int cudaDev = -1;
   std::string lastError;
 };

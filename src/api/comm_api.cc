@@ -154,8 +154,10 @@ void initRank(cocclComm* handle, int nranks, const cocclUniqueId& id, int rank,
                   "unique id is not initialised (call cocclGetUniqueId on one rank and pass "
                   "its id to all)");
   setLogRank(rank);
-  handle->impl = std::make_unique<Communicator>(bh, rank, nranks, cfg);
-  handle->cudaDev = handle->impl->cudaDevice();
+  auto impl = std::make_unique<Communicator>(bh, rank, nranks, cfg);
+  std::lock_guard<std::mutex> lock(handle->implMutex);
+  handle->cudaDev = impl->cudaDevice();
+  handle->impl = std::move(impl);
 }
 
 cocclResult_t commInit(cocclComm_t* comm, int nranks, cocclUniqueId id, int rank,
@@ -251,7 +253,10 @@ COCCL_API cocclResult_t cocclCommAbort(cocclComm_t comm) {
     COCCL_CHECK_ARG(retireComm(comm),
                     "comm %p is not a live communicator (destroyed or aborted already?)",
                     static_cast<const void*>(comm));
-    if (comm->impl) comm->impl->requestAbort();  // the call in flight (any thread) bails out
+    {
+      std::lock_guard<std::mutex> lock(comm->implMutex);  // an init in a group may be setting it
+      if (comm->impl) comm->impl->requestAbort();  // the call in flight (any thread) bails out
+    }
     waitCommIdle(comm);
     {
       std::lock_guard<std::mutex> lock(comm->opMutex);
@@ -270,11 +275,16 @@ COCCL_API cocclResult_t cocclCommGetAsyncError(cocclComm_t comm, cocclResult_t* 
     return reportError(nullptr, "cocclCommGetAsyncError", cocclInvalidArgument,
                        "comm is not a live communicator (destroyed or aborted already?)");
   const CommRelease held{comm};
-  if (!comm->impl) {
+  Communicator* impl;
+  {
+    std::lock_guard<std::mutex> lock(comm->implMutex);  // an init in a group may be setting it
+    impl = comm->impl.get();
+  }
+  if (!impl) {
     *asyncError = cocclInProgress;
     return cocclSuccess;
   }
-  Communicator& c = *comm->impl;
+  Communicator& c = *impl;
   cocclResult_t e = c.asyncError();
   if (e == cocclSuccess) {
     try {
