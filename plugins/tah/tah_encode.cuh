@@ -3,48 +3,6 @@
 // loop over batches of 32 tiles a warp on the resident grid (tah_slab.cuh).
 #pragma once
 
-// A warp's batch: tiles [tile0, tile0 + nt) and where they start in the message.
-struct Batch {
-  size_t tile0;
-  int nt;
-};
-__device__ __forceinline__ bool nextBatch(const Geo& g, size_t* b, Batch* out) {
-  const size_t tile0 = *b * kBatch;
-  if (tile0 >= g.L.tiles) return false;
-  out->tile0 = tile0;
-  const size_t left = g.L.tiles - tile0;
-  out->nt = left < static_cast<size_t>(kBatch) ? static_cast<int>(left) : kBatch;
-  *b += static_cast<size_t>(gridDim.x) * kWarps;
-  return true;
-}
-__device__ __forceinline__ size_t firstBatch() {
-  return static_cast<size_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
-}
-
-// Lane l's tile of a batch (the batch's first tile for the lanes past its end) and where its
-// codes lie in the code section of payload `pay` (tah_row_place: ok is false where the row
-// cannot lie in the section, a garbage header's).
-struct LaneTile {
-  bool act, ok;
-  size_t tile, off;  // off: bytes from the code section's start
-  int three;
-  unsigned size;  // bytes of codes: 24 (3-bit) or 32
-};
-__device__ __forceinline__ LaneTile laneTile(const uint8_t* pay, const Geo& geo, const Batch& bt) {
-  LaneTile p;
-  const int lane = laneId();
-  p.act = lane < bt.nt;
-  p.tile = bt.tile0 + (p.act ? lane : 0);
-  size_t r, t;
-  tileRT(geo, p.tile, &r, &t);
-  p.off = 0;
-  p.three = 0;
-  p.ok = tah_row_place(pay, &geo.L, geo.R, r, &p.three, &p.off) != 0;
-  p.size = p.three ? 24u : 32u;
-  p.off += t * p.size;
-  return p;
-}
-
 // The warp's batches of the message into its slab (encoded values: fin(x), fin(x * scale)), and
 // work(batch) on each; a 16-bit input's next batch is loaded while work runs.
 template <typename Work>
@@ -58,7 +16,7 @@ __device__ void forEachLoadedBatch(Slab& S, const void* in, int dtype, const Geo
   if (have && !wide) prefetch16(in, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, &pf);
   while (have) {
     if (wide)
-      slabLoad<true, false>(in, dtype, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, scale, S.v);
+      slabLoadT<4, true, false>(in, dtype, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, scale, S.v);
     else
       convert16(pf, dtype, bt.nt, scale, S.v);
     __syncwarp();

@@ -54,6 +54,50 @@ __device__ __forceinline__ void tileRT(const Geo& g, size_t tile, size_t* r, siz
   }
 }
 
+// ---- batches ------------------------------------------------------------------------------
+
+// A warp's batch: tiles [tile0, tile0 + nt) and where they start in the message.
+struct Batch {
+  size_t tile0;
+  int nt;
+};
+__device__ __forceinline__ bool nextBatch(const Geo& g, size_t* b, Batch* out) {
+  const size_t tile0 = *b * kBatch;
+  if (tile0 >= g.L.tiles) return false;
+  out->tile0 = tile0;
+  const size_t left = g.L.tiles - tile0;
+  out->nt = left < static_cast<size_t>(kBatch) ? static_cast<int>(left) : kBatch;
+  *b += static_cast<size_t>(gridDim.x) * kWarps;
+  return true;
+}
+__device__ __forceinline__ size_t firstBatch() {
+  return static_cast<size_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+}
+
+// Lane l's tile of a batch (the batch's first tile for the lanes past its end) and where its
+// codes lie in the code section of payload `pay` (tah_row_place: ok is false where the row
+// cannot lie in the section, a garbage header's).
+struct LaneTile {
+  bool act, ok;
+  size_t tile, off;  // off: bytes from the code section's start
+  int three;
+  unsigned size;  // bytes of codes: 24 (3-bit) or 32
+};
+__device__ __forceinline__ LaneTile laneTile(const uint8_t* pay, const Geo& geo, const Batch& bt) {
+  LaneTile p;
+  const int lane = laneId();
+  p.act = lane < bt.nt;
+  p.tile = bt.tile0 + (p.act ? lane : 0);
+  size_t r, t;
+  tileRT(geo, p.tile, &r, &t);
+  p.off = 0;
+  p.three = 0;
+  p.ok = tah_row_place(pay, &geo.L, geo.R, r, &p.three, &p.off) != 0;
+  p.size = p.three ? 24u : 32u;
+  p.off += t * p.size;
+  return p;
+}
+
 // ---- 16-bit conversions: the hardware's where they give tah_math.h's bits ------------------
 
 // f16 -> fp32 of a value that tah_fin then maps (the hardware conversion is exact; only a NaN's

@@ -51,9 +51,10 @@ struct CommRelease {
   }
 };
 
-// Runs f, turning exceptions into error codes (reportError). A live comm stays counted in
-// until its error is reported: a destroy / abort on another thread cannot free it in between,
-// nor a new communicator take its address.
+// Runs f, turning exceptions into error codes (reportError). A live comm stays counted in (as
+// CommUse does) for the whole call, until its error is reported: a destroy / abort on another
+// thread cannot free it in between, nor a new communicator take its address. f checks that it
+// is live (usableComm); calls that pass nullptr here take a CommUse themselves.
 template <class F>
 cocclResult_t guarded(cocclComm* comm, const char* fn, F&& f) {
   const CommRelease held{comm && acquireComm(comm) ? comm : nullptr};

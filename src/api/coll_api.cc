@@ -75,7 +75,6 @@ CollRequest request(uint64_t seq, Coll coll, const void* in, void* out, size_t c
 template <class F, class B>
 cocclResult_t run(cocclComm_t comm, const char* fn, F&& check, B body) {
   return guarded(comm, fn, [&] {
-    CommUse use(comm);
     Communicator& c = usableComm(comm);
     const uint64_t seq = c.nextCallSeq();
     check(c);
@@ -195,7 +194,6 @@ cocclResult_t doAllGatherDelta(const void* sendbuff, void* recvbuff, size_t send
 cocclResult_t doP2P(bool send, void* buf, size_t count, cocclDataType_t dt, int peer,
                     cocclCodec_t codec, cocclComm_t comm, cudaStream_t stream, const char* fn) {
   return guarded(comm, fn, [&] {
-    CommUse use(comm);
     Communicator& c = usableComm(comm);
     checkType(dt);
     COCCL_CHECK_ARG(peer >= 0 && peer < c.nranks(), "peer %d is outside [0, %d)", peer, c.nranks());

@@ -225,7 +225,6 @@ COCCL_API cocclResult_t cocclCommInitRankConfig(cocclComm_t* comm, int nranks,
 
 COCCL_API cocclResult_t cocclCommFinalize(cocclComm_t comm) {
   return guarded(comm, "cocclCommFinalize", [&] {
-    CommUse use(comm);
     Communicator& c = usableComm(comm);
     std::lock_guard<std::mutex> lock(comm->opMutex);
     c.finalize();

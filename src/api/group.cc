@@ -19,7 +19,6 @@ thread_local std::vector<QueuedOp> t_queue;
 
 cocclResult_t runCommOps(cocclComm* comm, const std::vector<QueuedOp*>& ops) {
   return guarded(comm, "cocclGroupEnd", [&] {
-    CommUse use(comm);
     Communicator& c = usableComm(comm);
     // A codec handle of a queued Send/Recv destroyed since: an error before anything runs (the
     // collectives check theirs when they run).

@@ -164,6 +164,15 @@ bool covers(const PolicyRule& a, const PolicyRule& b) {
   return true;
 }
 
+// A value that is the string a or b: true for a. Else "MUST, not <the value>".
+bool oneOfTwo(const Where& w, const JsonValue& x, const char* a, const char* b,
+              const std::string& must) {
+  if (x.kind == JsonValue::String && (x.s == a || x.s == b)) return x.s == a;
+  w.fail(x.line, must + ", not " +
+                     (x.kind == JsonValue::String ? "\"" + x.s + "\""
+                                                  : std::string(jsonKindName(x.kind))));
+}
+
 PolicyRule parseRule(const Where& w, const JsonValue& v) {
   if (v.kind != JsonValue::Object)
     w.fail(v.line, std::string("a rule must be an object, not ") + jsonKindName(v.kind));
@@ -209,12 +218,10 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
     } else if (k == "min_bytes") {
       r.minBytes = static_cast<int64_t>(bytesValue(w, x, "min_bytes"));
     } else if (k == "exact") {
-      if (x.kind != JsonValue::String || (x.s != "nccl" && x.s != "coccl"))
-        w.fail(x.line, std::string("exact must be \"nccl\" or \"coccl\" (who runs the "
-                                   "uncompressed calls), not ") +
-                           (x.kind == JsonValue::String ? "\"" + x.s + "\""
-                                                        : std::string(jsonKindName(x.kind))));
-      r.exact = x.s == "nccl" ? ExactPath::Nccl : ExactPath::Coccl;
+      const bool nccl = oneOfTwo(w, x, "nccl", "coccl",
+                                 "exact must be \"nccl\" or \"coccl\" (who runs the uncompressed "
+                                 "calls)");
+      r.exact = nccl ? ExactPath::Nccl : ExactPath::Coccl;
       exactLine = x.line;
     } else if (k == "warmup_calls") {
       if (x.kind != JsonValue::Int || x.i < 0)
@@ -224,12 +231,9 @@ PolicyRule parseRule(const Where& w, const JsonValue& v) {
                                                      : std::string(jsonKindName(x.kind))));
       r.warmupCalls = static_cast<uint64_t>(x.i);
     } else if (k == "direction") {
-      if (x.kind != JsonValue::String || (x.s != "up" && x.s != "down"))
-        w.fail(x.line, std::string("direction must be \"up\" (messages to a higher rank) or "
-                                   "\"down\", not ") +
-                           (x.kind == JsonValue::String ? "\"" + x.s + "\""
-                                                        : std::string(jsonKindName(x.kind))));
-      r.direction = x.s == "up" ? P2PDir::Up : P2PDir::Down;
+      const bool up = oneOfTwo(w, x, "up", "down",
+                               "direction must be \"up\" (messages to a higher rank) or \"down\"");
+      r.direction = up ? P2PDir::Up : P2PDir::Down;
       directionLine = x.line;
     } else if (k == "delta") {
       if (x.kind != JsonValue::Bool)
