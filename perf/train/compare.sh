@@ -35,6 +35,8 @@
 #                     perf/policy/pp-tah-warmup.json, "warmup_calls": 400; --pp 2)
 #   tah_pp_up         tah on the activations alone (messages up the pipeline), their gradients
 #                     coming back exact (perf/policy/pp-tah-up.json, "direction": "up"; --pp 2)
+#   tah_pp_mixed      tah on the activations, int8 blocks on their gradients
+#                     (perf/policy/pp-tah-up-int8-down.json; --pp 2)
 #   tah_pp_low0       tah_pp with every row 4-bit (tah:row=512,low=0: 4.5 bits an element; --pp 2)
 #   tp_fp8_pp_tah     the 3D demonstration: perf/policy/tp2-pp2.json picks fp8_ash_ds for the TP
 #                     groups' collectives and tah for the pipeline's Send/Recv (--tp 2 --pp 2)
@@ -73,6 +75,7 @@ spec() {
     tah_pp) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_CODEC_SENDRECV=tah:row=512" ;;
     tah_pp_warm) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_POLICY=$root/perf/policy/pp-tah-warmup.json" ;;
     tah_pp_up) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_POLICY=$root/perf/policy/pp-tah-up.json" ;;
+    tah_pp_mixed) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_POLICY=$root/perf/policy/pp-tah-up-int8-down.json" ;;
     tah_pp_low0) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_CODEC_SENDRECV=tah:row=512,low=0" ;;
     tp_fp8_pp_tah) echo "1 1 COCCL_CODEC_PLUGIN=$TAH COCCL_POLICY=$root/perf/policy/tp2-pp2.json" ;;
     *) return 1 ;;
