@@ -29,30 +29,62 @@ __device__ void forEachLoadedBatch(Slab& S, const void* in, int dtype, const Geo
   }
 }
 
+// bf16 inputs read unscaled have 7 mantissa bits, so tah_log2's polynomial term is one of 128
+// values: a table in shared memory, filled with tah_log2_frac itself (the same bits), 16 copies
+// interleaved (value m of lane l at f[16 m + l % 16]) so that the lanes' scattered reads
+// conflict at most two-way (32 copies would not fit the 48 KiB of static shared memory).
+struct Log2Table {
+  float f[128 * 16];
+};
+__device__ __forceinline__ void fillLog2Table(Log2Table& T) {
+  for (int i = threadIdx.x; i < 128 * 16; i += blockDim.x)
+    T.f[i] = tah_log2_frac(static_cast<uint32_t>(i / 16) << 16);
+  __syncthreads();
+}
+
+// A lane's tile (v: 64 values of the slab): (S, U) = tah_tile_sum of |x| and of |x| log2 |x|.
+// Tab: the values are bf16 (no mantissa bits below 16), log2's polynomial term from T.
+template <bool Tab>
+__device__ __forceinline__ float2 tileSums(const float* v, const Log2Table& T) {
+  const int lane = laneId() & 15;
+  float bs[8], bu[8];
+  for (int l = 0; l < 8; ++l) {
+    float a[8], u[8];
+    for (int k = 0; k < 8; k += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(v + 8 * l + k);
+      a[k] = fabsf(x.x), a[k + 1] = fabsf(x.y), a[k + 2] = fabsf(x.z), a[k + 3] = fabsf(x.w);
+    }
+    for (int k = 0; k < 8; ++k) {
+      if (Tab) {  // tah_ulog(a[k]), the polynomial term from the table
+        const uint32_t b = tah_bits(a[k]), e = b >> 23;
+        const float lg = TAH_ADD(tah_log2_exp(e), T.f[((b >> 12) & 0x7f0u) + lane]);
+        u[k] = e == 0 ? 0.0f : TAH_MUL(a[k], lg);
+      } else {
+        u[k] = tah_ulog(a[k]);
+      }
+    }
+    bs[l] = tah_sum8(a), bu[l] = tah_sum8(u);
+  }
+  for (int o = 4; o > 0; o >>= 1)  // tah_tile_sum's tree
+    for (int l = 0; l < o; ++l)
+      bs[l] = TAH_ADD(bs[l], bs[l + o]), bu[l] = TAH_ADD(bu[l], bu[l + o]);
+  return make_float2(bs[0], bu[0]);
+}
+
 // sums[i] = (S, U) of tile i: tah_tile_sum of |x| and of |x| log2 |x| (x: the encoded values,
 // fin(fin(x) * scale)).
 __global__ void __launch_bounds__(kThreads)
     tileSumsKernel(const void* in, int dtype, Geo geo, float scale, bool vec, float2* sums) {
   __shared__ Slab slabs[kWarps];
+  __shared__ Log2Table table;
+  const bool tab = dtype == TAH_DT_BF16 && scale == 1.0f;
+  if (tab) fillLog2Table(table);
   Slab& S = slabs[threadIdx.x / 32];
   const int lane = laneId();
   forEachLoadedBatch(S, in, dtype, geo, scale, vec, [&](const Batch& bt) {
     if (lane >= bt.nt) return;
     const float* v = S.v + lane * kPitch;
-    float bs[8], bu[8];
-    for (int l = 0; l < 8; ++l) {
-      float a[8], u[8];
-      for (int k = 0; k < 8; k += 4) {
-        const float4 x = *reinterpret_cast<const float4*>(v + 8 * l + k);
-        a[k] = fabsf(x.x), a[k + 1] = fabsf(x.y), a[k + 2] = fabsf(x.z), a[k + 3] = fabsf(x.w);
-      }
-      for (int k = 0; k < 8; ++k) u[k] = tah_ulog(a[k]);
-      bs[l] = tah_sum8(a), bu[l] = tah_sum8(u);
-    }
-    for (int o = 4; o > 0; o >>= 1)  // tah_tile_sum's tree
-      for (int l = 0; l < o; ++l)
-        bs[l] = TAH_ADD(bs[l], bs[l + o]), bu[l] = TAH_ADD(bu[l], bu[l + o]);
-    sums[bt.tile0 + lane] = make_float2(bs[0], bu[0]);
+    sums[bt.tile0 + lane] = tab ? tileSums<true>(v, table) : tileSums<false>(v, table);
   });
 }
 

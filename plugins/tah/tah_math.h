@@ -168,21 +168,28 @@ TAH_HD void tah_store(void* p, int dtype, size_t i, float v) {
 
 /* log2(x) for normal x > 0: e + t * (c1 + t * (c2 + t * (c3 + t * (c4 + t * c5)))), x = 2^e (1 +
  * t), t in [0, 1) (least-squares fit, |error| < 3e-5); 0 for x below 2^-126 (such terms are
- * dropped). */
-TAH_HD float tah_log2(float x) {
-  const uint32_t u = tah_bits(x);
-  const int e = (int)((u >> 23) & 0xffu);
-  if (e == 0) return 0.0f;
-  const float t = TAH_SUB(tah_float((u & 0x7fffffu) | 0x3f800000u), 1.0f);
+ * dropped). The polynomial term depends on x's mantissa bits alone (tah_log2_frac), so a device
+ * kernel may tabulate it for inputs with few mantissa bits (bf16: 128 values). */
+TAH_HD float tah_log2_frac(uint32_t mantissa) {
+  const float t = TAH_SUB(tah_float(mantissa | 0x3f800000u), 1.0f);
   float p = 0.04588834196329117f;
   p = TAH_ADD(TAH_MUL(p, t), -0.19442886114120483f);
   p = TAH_ADD(TAH_MUL(p, t), 0.4154266119003296f);
   p = TAH_ADD(TAH_MUL(p, t), -0.7086834907531738f);
   p = TAH_ADD(TAH_MUL(p, t), 1.4418259859085083f);
-  /* e - 127 as a float without an int-to-float conversion (a quarter-rate instruction on
-   * GPUs): 2^23 + e (the exponent in the mantissa bits) minus 2^23 + 127, both exact. */
-  const float ef = TAH_SUB(tah_float(0x4b000000u | (uint32_t)e), 8388735.0f);
-  return TAH_ADD(ef, TAH_MUL(p, t));
+  return TAH_MUL(p, t);
+}
+/* e - 127 as a float for a biased exponent e without an int-to-float conversion (a
+ * quarter-rate instruction on GPUs): 2^23 + e (the exponent in the mantissa bits) minus 2^23 +
+ * 127, both exact. */
+TAH_HD float tah_log2_exp(uint32_t e) {
+  return TAH_SUB(tah_float(0x4b000000u | e), 8388735.0f);
+}
+TAH_HD float tah_log2(float x) {
+  const uint32_t u = tah_bits(x);
+  const uint32_t e = (u >> 23) & 0xffu;
+  if (e == 0) return 0.0f;
+  return TAH_ADD(tah_log2_exp(e), tah_log2_frac(u & 0x7fffffu));
 }
 /* What element |x| = a adds to the row's U = sum a log2 a. */
 TAH_HD float tah_ulog(float a) {
