@@ -7,7 +7,8 @@
 # and resumed from its checkpoint) and checks that
 #   - the three layouts end at the same validation loss (they start from the same weights and
 #     see the same data: fp32 on the CPU leaves only summation order, well below 1e-4),
-#   - the loss falls (step 12 below step 6), and the resumed run wrote every CSV row once.
+#   - the loss falls (step 12 below step 6), and the resumed run wrote every CSV row once,
+#   - the exact-pipeline evaluation (float64 messages) gives the usual one's loss.
 # usage: scripts/train_smoke.sh [WORK_DIR]     (about 5 minutes on 2 cores with the install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,10 @@ for n, r in rows.items():
     assert steps == [6, 12], f"{n}: CSV steps {steps}, want [6, 12]"
     v6, v12 = float(r[0]["val_loss"]), float(r[1]["val_loss"])
     assert v12 < v6, f"{n}: validation loss did not fall ({v6} -> {v12})"
+    # the exact-pipeline evaluation (float64 messages) carries the same numbers: no codec here
+    for x in r:
+        ve, v = float(x["val_loss_exact"]), float(x["val_loss"])
+        assert abs(ve - v) <= 1e-5 * v, f"{n}: val_loss_exact {ve} != val_loss {v}"
     print(f"train_smoke: {n}: val {v6:.5f} -> {v12:.5f}")
 final = [float(r[-1]["val_loss"]) for r in rows.values()]
 spread = (max(final) - min(final)) / min(final)

@@ -55,10 +55,14 @@ class Grid:
         return self.tp_index == 0 and self.dp_index == 0 and self.stage == self.pp - 1
 
 
-def pipeline_step(stage, grid, micro, act_dtype, train):
+def pipeline_step(stage, grid, micro, act_dtype, train, wire_dtype=None):
     """Runs the micro-batches [(x, y)] through the pipeline. Returns the sum over micro-batches of
     the mean cross-entropy (nats per byte) on the last stage, else None. With train set, the
-    gradients of (sum of micro-batch losses) / len(micro) are accumulated into the parameters."""
+    gradients of (sum of micro-batch losses) / len(micro) are accumulated into the parameters.
+    wire_dtype: the type of the activation messages (default act_dtype); the values are always
+    rounded to act_dtype first, so float64 carries the same numbers past a codec policy that
+    compresses act_dtype (no codec takes float64): an exact pipeline for evaluation."""
+    wire = wire_dtype or act_dtype
     first, last, n = stage.first, stage.last, len(micro)
     saved, total = [], 0.0
     for x, y in micro:
@@ -66,7 +70,7 @@ def pipeline_step(stage, grid, micro, act_dtype, train):
             inp = x
         else:
             b, t = x.shape
-            buf = torch.empty(b, t, stage.cfg.d, dtype=act_dtype, device=x.device)
+            buf = torch.empty(b, t, stage.cfg.d, dtype=wire, device=x.device)
             dist.recv(buf, src=grid.peer(grid.stage - 1))
             inp = buf.float().requires_grad_(train)
         with torch.set_grad_enabled(train):
@@ -76,7 +80,7 @@ def pipeline_step(stage, grid, micro, act_dtype, train):
                 total += loss.detach()
                 out = loss / n
         if not last:
-            dist.send(out.detach().to(act_dtype).contiguous(), dst=grid.peer(grid.stage + 1))
+            dist.send(out.detach().to(act_dtype).to(wire).contiguous(), dst=grid.peer(grid.stage + 1))
         if train:
             saved.append((inp, out))
     if train:

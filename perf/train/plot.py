@@ -4,7 +4,8 @@
 usage: plot.py OUT_DIR [--baseline base_s1] [--noise base_s2]
 Reads OUT_DIR/<run>.csv (train.py --csv) for every run, writes OUT_DIR/curves.png (validation
 and training loss against step, one curve per run, and a zoom on the last 40% of the steps) and
-OUT_DIR/table.md: per run the final validation loss, its delta against the baseline in %,
+OUT_DIR/table.md: per run the final validation loss, its delta against the baseline in %, the
+same for the validation loss with an exact pipeline (val_loss_exact),
 the final training loss, tokens/s (mean over the run) and their ratio to the baseline. The
 noise floor is the |delta| of the second baseline (another seed).
 """
@@ -39,12 +40,18 @@ def main():
     base = runs[a.baseline]
     bv, bt = base[-1]["val_loss"], tps(base)
     noise = abs(runs[a.noise][-1]["val_loss"] / bv - 1) * 100 if a.noise in runs else float("nan")
-    lines = [f"| run | steps | final val loss | vs {a.baseline} | final train loss | tokens/s | "
-             f"tokens/s vs {a.baseline} |", "|---|---|---|---|---|---|---|"]
+    # val_loss_exact (train.py: the pipeline's evaluation messages uncompressed): absent in CSVs
+    # written before it existed
+    bve = base[-1].get("val_loss_exact", bv)
+    lines = [f"| run | steps | final val loss | vs {a.baseline} | exact-pipeline val loss | vs "
+             f"{a.baseline} | final train loss | tokens/s | tokens/s vs {a.baseline} |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, rows in runs.items():
         last = rows[-1]
+        ve = last.get("val_loss_exact", float("nan"))
         lines.append(f"| {name} | {int(last['step'])} | {last['val_loss']:.4f} | "
-                     f"{(last['val_loss'] / bv - 1) * 100:+.2f}% | {last['train_loss']:.4f} | "
+                     f"{(last['val_loss'] / bv - 1) * 100:+.2f}% | {ve:.4f} | "
+                     f"{(ve / bve - 1) * 100:+.2f}% | {last['train_loss']:.4f} | "
                      f"{tps(rows):,.0f} | {tps(rows) / bt:.3f}x |")
     lines.append("")
     lines.append(f"noise floor (|{a.noise} vs {a.baseline}|, another seed): {noise:.2f}%")
@@ -65,6 +72,10 @@ def main():
         s = [r["step"] for r in rows]
         style = "--" if name.startswith("base") else "-"
         ax[0].plot(s, [r["val_loss"] for r in rows], style, label=name, lw=1.2)
+        if any(r.get("val_loss_exact", r["val_loss"]) != r["val_loss"] for r in rows):
+            zoom_e = [(x, r["val_loss_exact"]) for x, r in zip(s, rows) if x >= 0.6 * last_step]
+            if zoom_e:
+                ax[1].plot(*zip(*zoom_e), ":x", ms=3, label=name + " (exact pipeline)", lw=1.0)
         zoom = [(x, r["val_loss"]) for x, r in zip(s, rows) if x >= 0.6 * last_step]
         if zoom:
             ax[1].plot(*zip(*zoom), style + "o", ms=3, label=name, lw=1.2)

@@ -12,10 +12,13 @@ bytes at offsets from a generator seeded by (seed, step), split over the DP rank
 every run, whatever the seed), every `--eval-every` steps and at the end.
 
 Output (rank TP 0 / DP 0 of the last stage): a CSV `--csv` with one row per evaluation
-  step,train_loss,val_loss,tokens_per_s,elapsed_s
-(losses in nats per byte; train_loss the mean over the steps since the previous row; tokens/s
-of the training steps since the previous row, evaluation excluded) and, last, a line
-  result: tag=... steps=N val_loss=L train_loss=L tokens_per_s=T params=P
+  step,train_loss,val_loss,val_loss_exact,tokens_per_s,elapsed_s
+(losses in nats per byte; train_loss the mean over the steps since the previous row; val_loss
+through the pipeline's usual messages, so with a codec on them its noise is in it;
+val_loss_exact with the pipeline's evaluation messages sent as float64, which no codec takes:
+the trained weights alone (equal to val_loss without a pipeline); tokens/s of the training
+steps since the previous row, evaluation excluded) and, last, a line
+  result: tag=... steps=N val_loss=L val_loss_exact=L train_loss=L tokens_per_s=T params=P
 Checkpoints: `--ckpt DIR` saves every `--ckpt-every` steps and when `--time-limit` seconds have
 passed (then exits with status 3); a later run with the same arguments resumes from it.
 
@@ -133,7 +136,7 @@ def main():
         fresh = state["step"] == 0 or not os.path.exists(a.csv)
         csv = open(a.csv, "w" if fresh else "a")
         if fresh:
-            csv.write("step,train_loss,val_loss,tokens_per_s,elapsed_s\n")
+            csv.write("step,train_loss,val_loss,val_loss_exact,tokens_per_s,elapsed_s\n")
 
     def sync():
         if not gloo:
@@ -145,15 +148,22 @@ def main():
             dist.all_reduce(t, group=grid.dp_group)
         return t.item() / a.dp
 
-    def evaluate():
+    def evaluate(wire=None):
         total = 0.0
         with amp, torch.no_grad():
             for k in range(a.eval_batches):
                 x, y = batch(val, 10_000 + k, a.batch, a.seq, grid.dp_index, a.dp, device)
                 micro = list(zip(x.chunk(a.micro), y.chunk(a.micro)))
-                r = pipeline_step(stage, grid, micro, act, train=False)
+                r = pipeline_step(stage, grid, micro, act, train=False, wire_dtype=wire)
                 total += (r or 0.0) / a.micro
         return dp_mean(total / a.eval_batches) if stage.last else None
+
+    def evaluate_both():
+        """(val_loss through the pipeline's usual wire, val_loss with exact pipeline messages):
+        a codec on the activation messages adds its noise to the first; the second measures the
+        trained weights alone. Equal without a pipeline."""
+        v = evaluate()
+        return v, (evaluate(torch.float64) if a.pp > 1 else v)
 
     def save():
         if ckpt:
@@ -182,16 +192,16 @@ def main():
             state["loss_n"] += 1
         state["step"] = step = step + 1
         if step % a.eval_every == 0 or step == a.steps:
-            v = evaluate()
+            v, ve = evaluate_both()
             if stage.last:
                 tl = dp_mean(state["loss_sum"] / max(1, state["loss_n"]))
                 state["loss_sum"], state["loss_n"] = 0.0, 0
-                state["last"] = (tl, v)
+                state["last"] = (tl, v, ve)
                 if csv:
-                    csv.write(f"{step},{tl:.5f},{v:.5f},{interval[0] / interval[1]:.1f},"
+                    csv.write(f"{step},{tl:.5f},{v:.5f},{ve:.5f},{interval[0] / interval[1]:.1f},"
                               f"{time.time() - start:.1f}\n")
                     csv.flush()
-                    print(f"step {step} train {tl:.4f} val {v:.4f} "
+                    print(f"step {step} train {tl:.4f} val {v:.4f} val_exact {ve:.4f} "
                           f"tokens/s {interval[0] / interval[1]:.0f}", flush=True)
             interval = (0, 0.0)
         if a.ckpt_every and step % a.ckpt_every == 0:
@@ -208,10 +218,11 @@ def main():
                 dist.destroy_process_group()
                 sys.exit(3)
     if grid.logger:
-        tl, v = state.get("last", (float("nan"), float("nan")))
+        tl, v, ve = state.get("last", (float("nan"),) * 3)
         tps = state["tokens"] / state["train_s"] if state["train_s"] else float("nan")
         n = sum(p.numel() for p in stage.parameters())
-        print(f"result: tag={a.tag} steps={a.steps} val_loss={v:.5f} train_loss={tl:.5f} "
+        print(f"result: tag={a.tag} steps={a.steps} val_loss={v:.5f} val_loss_exact={ve:.5f} "
+              f"train_loss={tl:.5f} "
               f"tokens_per_s={tps:.0f} params_per_rank={n}", flush=True)
     dist.destroy_process_group()
 
