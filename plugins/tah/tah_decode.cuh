@@ -26,6 +26,17 @@ __device__ __forceinline__ void decodeLane(const uint8_t* c, float z, float s, b
   }
 }
 
+// A tile whose codes are read from the payload itself (a garbage header's batch, whose codes
+// are not contiguous) or that decodes as zeros: out of line, so that the common path's codes are
+// known to be in shared memory (shared loads, not generic ones).
+__device__ __noinline__ void decodeLaneFromPayload(const uint8_t* c, int three, float z, float s,
+                                                   bool add, float* v) {
+  if (three)
+    decodeLane<3>(c, z, s, add, v);
+  else
+    decodeLane<4>(c, z, s, add, v);
+}
+
 // Group of 8 lanes: tile `tile` (slab row ti) with the Hadamard flag into the slab (add: +=).
 // Out of line: rare, and the main loop's code must stay small.
 __device__ __noinline__ void hadamardDecode(Slab& S, const uint8_t* pay, const Geo& geo,
@@ -73,16 +84,18 @@ __device__ void decodeBatchInto(Slab& S, const uint8_t* pay, const Geo& geo, con
     __syncwarp();
   }
   if (act && !had) {
-    const uint8_t* c = reinterpret_cast<const uint8_t*>(S.codes);  // read as 0 * anything
-    if (ok)
-      c = staged ? c + rel : pay + L.codeOff + off;
-    else
-      z = 0.0f, s = 0.0f;
     float* v = S.v + lane * kPitch;
-    if (three)
-      decodeLane<3>(c, z, s, add, v);
-    else
-      decodeLane<4>(c, z, s, add, v);
+    if (ok && staged) {
+      const uint8_t* c = reinterpret_cast<const uint8_t*>(S.codes) + rel;
+      if (three)
+        decodeLane<3>(c, z, s, add, v);
+      else
+        decodeLane<4>(c, z, s, add, v);
+    } else if (ok) {
+      decodeLaneFromPayload(pay + L.codeOff + off, three, z, s, add, v);
+    } else {  // the staging's bytes, read as 0 * anything
+      decodeLaneFromPayload(reinterpret_cast<const uint8_t*>(S.codes), three, 0.0f, 0.0f, add, v);
+    }
   }
   __syncwarp();
   for (unsigned todo = __ballot_sync(0xffffffffu, act && had); todo;) {

@@ -4,25 +4,32 @@
 #pragma once
 
 // The warp's batches of the message into its slab (encoded values: fin(x), fin(x * scale)), and
-// work(batch) on each; a 16-bit input's next batch is loaded while work runs.
+// work(batch) on each; a 16-bit input's next batch (an fp32 input's first half of it) is loaded
+// while work runs.
 template <typename Work>
-__device__ void forEachLoadedBatch(Slab& S, const void* in, int dtype, const Geo& geo, float scale,
+__device__ void forEachLoadedBatch(float* v, const void* in, int dtype, const Geo& geo, float scale,
                                    bool vec, const Work& work) {
   size_t b = firstBatch();
   Batch bt;
   bool have = nextBatch(geo, &b, &bt);
   const bool wide = dtype == TAH_DT_F32;
   Prefetch16 pf;
-  if (have && !wide) prefetch16(in, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, &pf);
+  const auto prefetch = [&](const Batch& x) {
+    if (wide)
+      prefetch32(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
+    else
+      prefetch16(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
+  };
+  if (have) prefetch(bt);
   while (have) {
     if (wide)
-      slabLoadT<4, true, false>(in, dtype, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, scale, S.v);
+      convert32(pf, in, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, scale, v);
     else
-      convert16(pf, dtype, bt.nt, scale, S.v);
+      convert16(pf, dtype, bt.nt, scale, v);
     __syncwarp();
     Batch nb;
     const bool more = nextBatch(geo, &b, &nb);
-    if (more && !wide) prefetch16(in, geo.count, nb.tile0 * TAH_TILE, nb.nt, vec, &pf);
+    if (more) prefetch(nb);
     work(bt);
     __syncwarp();
     bt = nb, have = more;
@@ -46,7 +53,7 @@ __device__ __forceinline__ void fillLog2Table(Log2Table& T) {
 // Tab: the values are bf16 (no mantissa bits below 16), log2's polynomial term from T.
 template <bool Tab>
 __device__ __forceinline__ float2 tileSums(const float* v, const Log2Table& T) {
-  const int lane = laneId() & 15;
+  const uint32_t lane4 = (laneId() & 15) * 4;  // the lane's copy of the table, in bytes
   float bs[8], bu[8];
   for (int l = 0; l < 8; ++l) {
     float a[8], u[8];
@@ -55,13 +62,15 @@ __device__ __forceinline__ float2 tileSums(const float* v, const Log2Table& T) {
       a[k] = fabsf(x.x), a[k + 1] = fabsf(x.y), a[k + 2] = fabsf(x.z), a[k + 3] = fabsf(x.w);
     }
     for (int k = 0; k < 8; ++k) {
-      if (Tab) {  // tah_ulog(a[k]), the polynomial term from the table
-        const uint32_t b = tah_bits(a[k]), e = b >> 23;
-        const float lg = TAH_ADD(tah_log2_exp(e), T.f[((b >> 12) & 0x7f0u) + lane]);
-        u[k] = e == 0 ? 0.0f : TAH_MUL(a[k], lg);
-      } else {
-        u[k] = tah_ulog(a[k]);
-      }
+      // tah_ulog(a[k]) without a branch (the compiler made one an element of `e == 0 ? ...`):
+      // log2 is formed for every element, and a mask clears the term of those below 2^-126
+      const uint32_t b = tah_bits(a[k]);
+      const float frac =
+          Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
+                                                (((b & 0x7f0000u) >> 10) + lane4))
+              : tah_log2_frac(b & 0x7fffffu);
+      const float lg = TAH_ADD(tah_log2_exp(b >> 23), frac);
+      u[k] = tah_float(tah_bits(TAH_MUL(a[k], lg)) & (b < 0x00800000u ? 0u : ~0u));
     }
     bs[l] = tah_sum8(a), bu[l] = tah_sum8(u);
   }
@@ -73,17 +82,18 @@ __device__ __forceinline__ float2 tileSums(const float* v, const Log2Table& T) {
 
 // sums[i] = (S, U) of tile i: tah_tile_sum of |x| and of |x| log2 |x| (x: the encoded values,
 // fin(fin(x) * scale)).
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 5)
     tileSumsKernel(const void* in, int dtype, Geo geo, float scale, bool vec, float2* sums) {
-  __shared__ Slab slabs[kWarps];
+  // the batches' values only (a Slab's code staging is encode's): 5 CTAs a multiprocessor fit
+  __shared__ SlabValues vals[kWarps];
   __shared__ Log2Table table;
   const bool tab = dtype == TAH_DT_BF16 && scale == 1.0f;
   if (tab) fillLog2Table(table);
-  Slab& S = slabs[threadIdx.x / 32];
+  float* S = vals[threadIdx.x / 32].v;
   const int lane = laneId();
   forEachLoadedBatch(S, in, dtype, geo, scale, vec, [&](const Batch& bt) {
     if (lane >= bt.nt) return;
-    const float* v = S.v + lane * kPitch;
+    const float* v = S + lane * kPitch;
     sums[bt.tile0 + lane] = tab ? tileSums<true>(v, table) : tileSums<false>(v, table);
   });
 }
@@ -242,7 +252,7 @@ __device__ void encodeBatch(Slab& S, const Geo& geo, bool had, const Batch& bt, 
 }
 
 // The tiles of the message (after selectKernel wrote the header), batches on the resident grid.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 5)
     encodeTilesKernel(const void* in, int dtype, Geo geo, float scale, bool had, bool vec,
                       uint8_t* out) {
   __shared__ Slab slabs[kWarps];
@@ -250,6 +260,6 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x == 0 && threadIdx.x == 0)
     for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;
   Slab& S = slabs[threadIdx.x / 32];
-  forEachLoadedBatch(S, in, dtype, geo, scale, vec,
+  forEachLoadedBatch(S.v, in, dtype, geo, scale, vec,
                      [&](const Batch& bt) { encodeBatch(S, geo, had, bt, out); });
 }

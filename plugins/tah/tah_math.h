@@ -183,7 +183,7 @@ TAH_HD float tah_log2_frac(uint32_t mantissa) {
  * quarter-rate instruction on GPUs): 2^23 + e (the exponent in the mantissa bits) minus 2^23 +
  * 127, both exact. */
 TAH_HD float tah_log2_exp(uint32_t e) {
-  return TAH_SUB(tah_float(0x4b000000u | e), 8388735.0f);
+  return TAH_SUB(tah_float(0x4b000000u + e), 8388735.0f);
 }
 TAH_HD float tah_log2(float x) {
   const uint32_t u = tah_bits(x);

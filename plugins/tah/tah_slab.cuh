@@ -25,6 +25,10 @@ struct alignas(16) Slab {
   uint32_t place[kBatch];  // encode: a tile's codes in `codes` (bytes) | 3-bit << 31
 };
 
+struct alignas(16) SlabValues {  // a batch's values alone (a kernel without code staging)
+  float v[kBatch * kPitch];
+};
+
 __device__ __forceinline__ int laneId() {
   return static_cast<int>(threadIdx.x & 31u);
 }
@@ -232,6 +236,31 @@ __device__ __forceinline__ void prefetch16(const void* in, size_t count, size_t 
     }
   }
 }
+// fp32: the first half of the next batch (16 tiles: 8 chunks of 4 elements a lane, the same
+// 4 KiB as a 16-bit batch; the whole 8 KiB would take 64 registers a lane); the second half is
+// loaded when the batch is converted.
+constexpr int kPrefetchTiles32 = kBatch / 2;
+__device__ __noinline__ uint4 raw32Scalar(const float* f, size_t count, size_t e) {
+  uint32_t w[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; ++k)
+    if (e + k < count) w[k] = tah_bits(f[e + k]);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ void prefetch32(const void* in, size_t count, size_t e0, int nt,
+                                           bool vec, Prefetch16* p) {
+  const int chunks = (nt < kPrefetchTiles32 ? nt : kPrefetchTiles32) * (TAH_TILE / 4);
+  for (int i = 0; i < 8; ++i) {
+    const int c = laneId() + 32 * i;
+    const size_t e = e0 + 4 * static_cast<size_t>(c);
+    p->r[i] = make_uint4(0, 0, 0, 0);
+    if (c >= chunks || e >= count) continue;
+    if (vec && e + 4 <= count)
+      p->r[i] = reinterpret_cast<const uint4*>(in)[e / 4];
+    else  // the message's end or an unaligned input: 0 past count
+      p->r[i] = raw32Scalar(static_cast<const float*>(in), count, e);
+  }
+}
+
 // The slab's values of a prefetched batch: fin(x), then fin(x * scale) when scale != 1 (a
 // separate pass: the common loop's code stays small).
 template <int Dt>
@@ -254,6 +283,26 @@ __device__ __noinline__ void scaleSlab(int nt, float scale, float* v) {
   for (int c = laneId(); c < nt * TAH_TILE; c += 32) {
     float* d = v + (c / TAH_TILE) * kPitch + c % TAH_TILE;
     *d = tah_fin(TAH_MUL(*d, scale));
+  }
+}
+// An fp32 batch: its prefetched first half from registers (fin(x), then fin(x * scale)), the
+// rest (slabLoadT, the same values) from memory.
+__device__ __forceinline__ void convert32(const Prefetch16& p, const void* in, size_t count,
+                                          size_t e0, int nt, bool vec, float scale, float* v) {
+  const int head = nt < kPrefetchTiles32 ? nt : kPrefetchTiles32;
+  for (int i = 0; i < 8; ++i) {
+    const int c = laneId() + 32 * i;
+    if (c >= head * (TAH_TILE / 4)) continue;
+    const float4 x = make_float4(tah_fin(tah_float(p.r[i].x)), tah_fin(tah_float(p.r[i].y)),
+                                 tah_fin(tah_float(p.r[i].z)), tah_fin(tah_float(p.r[i].w)));
+    *reinterpret_cast<float4*>(v + (c / (TAH_TILE / 4)) * kPitch + 4 * (c % (TAH_TILE / 4))) = x;
+  }
+  if (nt > head)
+    slabLoadT<4, true, false>(in, TAH_DT_F32, count, e0 + static_cast<size_t>(head) * TAH_TILE,
+                              nt - head, vec, scale, v + head * kPitch);
+  if (scale != 1.0f) {
+    __syncwarp();  // other lanes' chunks
+    scaleSlab(head, scale, v);
   }
 }
 __device__ __forceinline__ void convert16(const Prefetch16& p, int dtype, int nt, float scale,

@@ -165,6 +165,15 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       std::vector<uint8_t> dp(pb, 0xEE);
       emuEncode(t, raw[r].data(), dtype, n, dp.data(), ews.data());
       ASSERT_EQ(dp, hp[r]) << "encode dtype " << dtype << " input " << r;
+      if (r == 1) {  // an input that is not 16-byte aligned: the element-wise loads
+        std::vector<uint8_t> shifted(raw[r].size() + 16);
+        const uintptr_t base = reinterpret_cast<uintptr_t>(shifted.data());
+        uint8_t* at = shifted.data() + ((16 - (base & 15)) & 15) + es;
+        std::copy(raw[r].begin(), raw[r].end(), at);
+        std::fill(dp.begin(), dp.end(), 0xEE);
+        emuEncode(t, at, dtype, n, dp.data(), ews.data());
+        ASSERT_EQ(dp, hp[r]) << "unaligned encode dtype " << dtype;
+      }
       ins.p[r] = hp[r].data();
       hIns[r] = hp[r].data();
     }
