@@ -87,6 +87,7 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   c.deviceBlocks = e.deviceBlocks;
   c.deviceStagingBytes = e.deviceStagingBytes;
   c.ncclCallCheck = e.ncclCallCheck != 0;
+  c.stagedCallCheck = e.stagedCallCheck != 0;
   c.twoLevelPipeline = e.twoLevelPipeline != 0;
   if (cfg.commName) c.name = cfg.commName;
   if (cfg.worldRank != COCCL_CONFIG_UNDEF_INT) {

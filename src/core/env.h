@@ -42,6 +42,7 @@ struct Env {
   std::string ncclLibrary;     // COCCL_NCCL_LIBRARY
   int64_t shimNoNccl;          // COCCL_SHIM_NO_NCCL
   int64_t ncclCallCheck;       // COCCL_NCCL_CALL_CHECK
+  int64_t stagedCallCheck;     // COCCL_STAGED_CALL_CHECK
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
   int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS (0: auto)
   std::string deviceTransport;  // COCCL_DEVICE_TRANSPORT (auto | cuda_ipc | nccl)

@@ -5,7 +5,7 @@
 // agreement).
 //   CUDA IPC (agreeCall in src/collectives/cuda_ipc/kernel_common.cuh): the kernels stop
 //   without writing recvbuff.
-//   NCCL transport (src/collectives/nccl/call_check.h): the check runs before the call; NCCL's
+//   NCCL transport (src/collectives/device_call_check.h): the check runs before the call; NCCL's
 //   kernels of the call itself may then hang or write recvbuff, so the test waits for the
 //   error, then aborts (which releases them).
 #include <chrono>
@@ -346,6 +346,106 @@ TEST(DeviceAgreement, CudaIpcSendRecvSizeDiffers) {
           ASSERT_EQ(got[i], 0xCD) << "rank " << r.rank << ": receive buffer written at " << i;
         EXPECT_TRUE(in.guardsIntact() && out.guardsIntact());
         EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
+        cudaStreamDestroy(st);
+      },
+      o);
+}
+
+// Plug-in codecs over CUDA IPC run on the staged pipeline, whose pieces move through the P2P
+// kernel without the fused kernels' descriptor comparison: the per-call check
+// (src/collectives/device_call_check.h) runs before each such call. Without it, ranks whose
+// calls differed only in the op (the same payload bytes) silently got different results.
+Side int4Side(cocclRedOp_t op, size_t count) {
+  Side s;
+  s.dt = cocclBfloat16;
+  s.codec = "int4";
+  s.op = op;
+  s.count = count;
+  return s;
+}
+#ifndef COCCL_INT4_PLUGIN
+#define COCCL_INT4_PLUGIN ""  // not built: the tests below skip
+#endif
+const Case kStagedCases[] = {
+    {"int4_op", int4Side(cocclSum, 65536), int4Side(cocclAvg, 65536), "op differs"},
+    {"int4_count", int4Side(cocclSum, 409600), int4Side(cocclSum, 409598), "count differs"},
+};
+
+class DeviceAgreementStaged : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeviceAgreementStaged, CudaIpcEveryRankFails) {
+  COCCL_REQUIRE_GPU();
+  if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
+  const Case k = GetParam();
+  GpuRunOptions o;
+  o.config.timeoutMs = 20000;
+  o.destroyComm = false;
+  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN}};
+  runGpuRanks(
+      3,
+      [&k](Rank& r) {
+        SideCall c(k, r.rank);
+        EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
+        cocclResult_t async = cocclSuccess;
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+          ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+          if (async != cocclSuccess && async != cocclInProgress) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
+        // The check raised the executor's abort word: the call's kernels stop, not wait.
+        CUDA_OK(cudaStreamSynchronize(c.st));
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  10.0);
+        EXPECT_EQ(
+            cocclAllReduce(c.in.data(), c.out.data(), 16, cocclFloat32, cocclSum, r.comm, c.st),
+            cocclInvalidUsage);
+        const std::string msg = cocclGetLastError(r.comm);
+        EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
+        EXPECT_NE(msg.find("staged codec pipeline"), std::string::npos) << msg;
+        EXPECT_TRUE(c.in.guardsIntact() && c.out.guardsIntact()) << "rank " << r.rank;
+        EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreementStaged, ::testing::ValuesIn(kStagedCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// Staged calls that agree keep working with the check on: many int4 AllReduces of 3 ranks on
+// one stream (the stream's one scratch slot), sums of 1 + 2 + 3 within int4's bound.
+TEST(DeviceAgreementStaged, CudaIpcAgreeingCallsStillRight) {
+  COCCL_REQUIRE_GPU();
+  if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
+  GpuRunOptions o;
+  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN}};
+  runGpuRanks(
+      3,
+      [](Rank& r) {
+        cudaStream_t st;
+        CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+        cocclCodec_t codec = nullptr;
+        ASSERT_EQ(cocclCodecCreate("int4", &codec), cocclSuccess);
+        const size_t n = 20000;
+        std::vector<float> h(n, static_cast<float>(r.rank + 1));
+        DevBuf in(n * 4), out(n * 4);
+        in.upload(h.data(), n * 4);
+        for (int i = 0; i < 50; ++i)
+          ASSERT_EQ(cocclAllReduceCodec(in.data(), out.data(), n - static_cast<size_t>(i),
+                                        cocclFloat32, cocclSum, codec, r.comm, st),
+                    cocclSuccess);
+        CUDA_OK(cudaStreamSynchronize(st));
+        cocclResult_t async = cocclSuccess;
+        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+        EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+        const std::vector<uint8_t> got = out.download(n * 4);
+        for (size_t i = 0; i < n - 49; i += 997) {
+          float v;
+          std::memcpy(&v, got.data() + 4 * i, 4);
+          EXPECT_NEAR(v, 6.0f, 0.5f) << "rank " << r.rank << " element " << i;
+        }
+        cocclCodecDestroy(codec);
         cudaStreamDestroy(st);
       },
       o);

@@ -55,6 +55,8 @@
 #include "collectives/cuda_ipc/residency.h"
 #include "collectives/layout.h"
 #include "collectives/p2p_header.h"
+#include "collectives/call_desc.h"
+#include "collectives/device_call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
 #include "core/dtype.h"
@@ -101,6 +103,9 @@ struct CudaIpcExecutor::Impl {
   // executor's P2P kernel (null when no such codec is registered).
   std::unique_ptr<ByteMover> mover;
   std::unique_ptr<StagedCodec> staged;
+  // The staged pipeline's per-call agreement (device_call_check.h): its pieces move through
+  // this executor's P2P kernel without the fused kernels' descriptor comparison.
+  std::unique_ptr<DeviceCallCheck> check;
 
   explicit Impl(CommContext& c) : comm(c) {}
   ~Impl();
@@ -151,6 +156,7 @@ CudaIpcExecutor::Impl::~Impl() {
   (void)cudaSetDevice(device);
   if (side) COCCL_CUDA_WARN(cudaStreamSynchronize(side));
   staged.reset();
+  check.reset();
   for (cudaEvent_t& e : joinIn)
     if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
   if (joinOut) COCCL_CUDA_WARN(cudaEventDestroy(joinOut));
@@ -206,8 +212,10 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
   m.lay = dev::makeLayout(p, m.nblocks, static_cast<uint64_t>(c.config().deviceStagingBytes));
   std::vector<uint64_t> agree = {static_cast<uint64_t>(m.nblocks), m.lay.sub, m.lay.total,
                                  static_cast<uint64_t>(dev::kThreads)};
-  if (pluginDeviceCodecs())  // the staged pipeline's pieces follow from the slot size
+  if (pluginDeviceCodecs()) {  // the staged pipeline's pieces follow from the slot size
     agree.push_back(static_cast<uint64_t>(std::max<int64_t>(c.config().chunkBytes, 4096)));
+    agree.push_back(c.config().stagedCallCheck ? 1u : 0u);  // its per-call check (both or none)
+  }
   m.region = std::make_unique<CudaIpcRegion>(c.bootstrap(), dev, m.lay.total, agree,
                                              c.topology().ranks[c.rank()].hostHash);
   if (!m.region->usable()) {
@@ -252,6 +260,8 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
       const size_t slot = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
       m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc",
                                                stagedAllReduceAlgo(c.config().algo));
+      if (c.config().stagedCallCheck)
+        m.check = std::make_unique<DeviceCallCheck>(p, c.rank(), &m.hostDev->abort);
     }
   } catch (const Error& e) {
     failure = e.what();
@@ -291,6 +301,7 @@ bool CudaIpcExecutor::supports(const CollRequest& r) const {
 
 cocclResult_t CudaIpcExecutor::asyncError() const {
   if (!impl_->host) return cocclSuccess;
+  if (impl_->check && impl_->check->error() != cocclSuccess) return impl_->check->error();
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&impl_->host->error);
   switch (e) {
     case dev::kDevOk: return cocclSuccess;
@@ -302,6 +313,10 @@ cocclResult_t CudaIpcExecutor::asyncError() const {
 
 std::string CudaIpcExecutor::asyncErrorMessage() const {
   if (!impl_->host) return "";
+  if (impl_->check && impl_->check->error() != cocclSuccess)
+    return "device path (CUDA IPC, staged codec pipeline): " + impl_->check->message() +
+           " (found before the call's data moved; its kernels stopped, but a codec's decode "
+           "may have written recvbuff; the communicator is broken: destroy or abort it)";
   const dev::HostState& h = *impl_->host;
   const uint32_t e = *reinterpret_cast<const volatile uint32_t*>(&h.error);
   if (e == dev::kDevTimeout)
@@ -425,6 +440,7 @@ void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   if (r.codec && !fusedCodec(r.codec)) {
     DeviceGuard g(m.device);
+    if (m.check) m.check->check(makeCallDesc(r), *m.mover, streamOf(r));
     return m.staged->run(r, stats);
   }
   switch (r.coll) {

@@ -12,7 +12,7 @@
 
 #include "codecs/codec.h"
 #include "collectives/call_desc.h"
-#include "collectives/nccl/call_check.h"
+#include "collectives/device_call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
 #include "core/dtype.h"
@@ -59,7 +59,7 @@ struct NcclExecutor::Impl {
   std::unique_ptr<NcclComm> tr;
   std::unique_ptr<NcclMover> mover;
   std::unique_ptr<StagedCodec> staged;  // null when exact-only
-  std::unique_ptr<NcclCallCheck> check;  // null under COCCL_NCCL_CALL_CHECK=0
+  std::unique_ptr<DeviceCallCheck> check;  // null under COCCL_NCCL_CALL_CHECK=0
   size_t slotBytes = 0;
   bool takesDefaultExact = true;  // exact-only: also the calls no rule assigned
 
@@ -106,7 +106,7 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
                             static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 1)),
                             c.config().twoLevelPipeline);
     }
-    if (c.config().ncclCallCheck) m.check = std::make_unique<NcclCallCheck>(m.p);
+    if (c.config().ncclCallCheck) m.check = std::make_unique<DeviceCallCheck>(m.p, m.me);
   } catch (const Error& e) {
     failure = e.what();
   }
@@ -214,7 +214,7 @@ void NcclExecutor::run(const CollRequest& r, CollStats& stats) {
   DeviceGuard g(m.device);
   // Wire bytes: the payload's (as over CUDA IPC, not the descriptors).
   if (!m.check) return runChecked(r, stats);
-  m.check->check(makeCallDesc(r), *m.tr, static_cast<cudaStream_t>(r.stream));
+  m.check->check(makeCallDesc(r), *m.mover, static_cast<cudaStream_t>(r.stream));
   runChecked(r, stats);
 }
 

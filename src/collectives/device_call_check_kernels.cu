@@ -1,18 +1,19 @@
-// The two kernels of the NCCL transport's per-call agreement (call_check.h).
-#include "collectives/nccl/call_check_kernels.h"
+// The two kernels of the device per-call agreement (device_call_check.h).
+#include "collectives/device_call_check_kernels.h"
 #include "mem/cuda_check.h"
 
 namespace coccl {
 namespace {
 
-__global__ void storeDesc(DescWords d, uint64_t* dst) {
-  if (threadIdx.x < 16) dst[threadIdx.x] = d.w[threadIdx.x];
+__global__ void storeDesc(DescWords d, uint64_t* dst, uint64_t* dst2) {
+  if (threadIdx.x < 16) dst[threadIdx.x] = dst2[threadIdx.x] = d.w[threadIdx.x];
 }
 
 // One block: each thread compares the descriptors of ranks threadIdx.x, +blockDim.x, ... with
 // this rank's; the lowest differing rank is found with a shared atomicMin.
 __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                             CheckHostState* host, uint64_t* hostDescs) {
+                             CheckHostState* host, uint64_t* hostDescs,
+                             volatile uint32_t* abortWord) {
   __shared__ int firstDiff;
   if (threadIdx.x == 0) firstDiff = nranks;
   __syncthreads();
@@ -34,20 +35,22 @@ __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, ui
   __syncthreads();
   if (threadIdx.x == 0) {
     host->error = 1u;
+    if (abortWord) *abortWord = 1u;  // after the error: a stopped kernel finds it set
     __threadfence_system();
   }
 }
 
 }  // namespace
 
-void launchStoreDesc(const DescWords& d, uint64_t* dst, cudaStream_t s) {
-  storeDesc<<<1, 32, 0, s>>>(d, dst);
+void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStream_t s) {
+  storeDesc<<<1, 32, 0, s>>>(d, dst, dst2);
   COCCL_CUDA_CHECK(cudaGetLastError());
 }
 
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                        CheckHostState* host, uint64_t* hostDescs, cudaStream_t s) {
-  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs);
+                        CheckHostState* host, uint64_t* hostDescs, volatile uint32_t* abortWord,
+                        cudaStream_t s) {
+  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs, abortWord);
   COCCL_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,5 +1,5 @@
-// Per-call agreement over the NCCL transport (call_check.h).
-#include "collectives/nccl/call_check.h"
+// Per-call agreement of the device collectives that need it (device_call_check.h).
+#include "collectives/device_call_check.h"
 
 #include <atomic>
 #include <cstring>
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "collectives/call_desc.h"
-#include "collectives/nccl/call_check_kernels.h"
+#include "collectives/device_call_check_kernels.h"
+#include "collectives/staged/staged_codec.h"
 #include "core/error.h"
 #include "mem/cuda_check.h"
-#include "transport/nccl/nccl_comm.h"
 
 namespace coccl {
 
@@ -72,8 +72,9 @@ void CUDART_CB releaseGraphSlot(void* p) {  // no CUDA calls in here (a user obj
 
 }  // namespace
 
-struct NcclCallCheck::Impl {
-  int p = 0;
+struct DeviceCallCheck::Impl {
+  int p = 0, me = 0;
+  volatile uint32_t* abortWord = nullptr;
   std::shared_ptr<SlotPool> pool = std::make_shared<SlotPool>();
   std::mutex mu;
   std::unordered_map<unsigned long long, uint64_t*> byStream;  // cudaStreamGetId -> slot
@@ -86,7 +87,7 @@ struct NcclCallCheck::Impl {
   // The slot of a call on `stream`: the stream's own (calls of one stream are ordered, so
   // they may share one); a fresh one, kept alive by the graph, for a call being captured
   // (launches of the graph may overlap anything else; the executions of one graph share it,
-  // so one of them at a time: call_check.h).
+  // so one of them at a time: device_call_check.h).
   uint64_t* slotFor(cudaStream_t stream) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
@@ -131,9 +132,12 @@ struct NcclCallCheck::Impl {
   }
 };
 
-NcclCallCheck::NcclCallCheck(int nranks) : impl_(std::make_unique<Impl>()) {
+DeviceCallCheck::DeviceCallCheck(int nranks, int rank, volatile uint32_t* abortWord)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.p = nranks;
+  m.me = rank;
+  m.abortWord = abortWord;
   m.pool->slotWords = 16 * (static_cast<size_t>(nranks) + 1);
   void* d = nullptr;
   COCCL_CUDA_CHECK(cudaMalloc(&d, 8));
@@ -157,25 +161,36 @@ NcclCallCheck::NcclCallCheck(int nranks) : impl_(std::make_unique<Impl>()) {
   COCCL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.descsDev), hd, 0));
 }
 
-NcclCallCheck::~NcclCallCheck() = default;
+DeviceCallCheck::~DeviceCallCheck() = default;
 
-void NcclCallCheck::check(const CallDesc& d, NcclComm& tr, cudaStream_t stream) {
+void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t stream) {
   static_assert(sizeof(CallDesc) == sizeof(DescWords), "descriptor sizes");
   Impl& m = *impl_;
   DescWords w;
   std::memcpy(&w, &d, sizeof(w));
   uint64_t* mine = m.slotFor(stream);
   uint64_t* all = mine + 16;
-  launchStoreDesc(w, mine, stream);
-  tr.allGather(mine, all, sizeof(CallDesc), cocclUint8, stream);
-  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, stream);
+  launchStoreDesc(w, mine, all + 16 * m.me, stream);
+  if (mover.hasAllGather()) {
+    mover.allGather(mine, all, sizeof(CallDesc), stream);
+  } else {  // 128 bytes to and from every peer, one grouped exchange
+    std::vector<ByteMover::Xfer> x;
+    x.reserve(2 * static_cast<size_t>(m.p));
+    for (int q = 0; q < m.p; ++q) {
+      if (q == m.me) continue;
+      x.push_back({mine, sizeof(CallDesc), q, true});
+      x.push_back({all + 16 * q, sizeof(CallDesc), q, false});
+    }
+    mover.exchange(x, stream);
+  }
+  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, m.abortWord, stream);
 }
 
-cocclResult_t NcclCallCheck::error() const {
+cocclResult_t DeviceCallCheck::error() const {
   return impl_->host->error ? cocclInvalidUsage : cocclSuccess;
 }
 
-std::string NcclCallCheck::message() const {
+std::string DeviceCallCheck::message() const {
   const Impl& m = *impl_;
   if (!m.host->error) return "";
   std::atomic_thread_fence(std::memory_order_acquire);  // the descriptors after the flag

@@ -1,4 +1,4 @@
-// The kernels of the NCCL transport's per-call agreement (call_check.h), launched on a stream.
+// The kernels of the device per-call agreement (device_call_check.h), launched on a stream.
 // Throw Error when a launch fails.
 #pragma once
 
@@ -18,12 +18,13 @@ struct CheckHostState {
   volatile uint32_t error;  // 0, or 1 once a difference was seen (then hostDescs is filled)
 };
 
-// d -> dst[0..16).
-void launchStoreDesc(const DescWords& d, uint64_t* dst, cudaStream_t s);
+// d -> dst[0..16) and dst2[0..16).
+void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStream_t s);
 // Compares all[r * 16 .. r * 16 + 16) of every rank r with `mine`. On the first difference of
 // the communicator (devFirst: a device word, 0 until then) copies all nranks x 16 words to
-// hostDescs, then sets host->error.
+// hostDescs, then sets host->error, and *abortWord = 1 when abortWord is not null.
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                        CheckHostState* host, uint64_t* hostDescs, cudaStream_t s);
+                        CheckHostState* host, uint64_t* hostDescs, volatile uint32_t* abortWord,
+                        cudaStream_t s);
 
 }  // namespace coccl

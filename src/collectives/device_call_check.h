@@ -1,0 +1,72 @@
+// Per-call agreement of device collectives whose own kernels do not compare descriptors
+// (collectives/call_desc.h): every call the NCCL executor runs (COCCL_NCCL_CALL_CHECK=1), and
+// the staged codec pipeline over CUDA IPC (plug-in codecs; always). Before the call, on the
+// caller's stream:
+//   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
+//      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
+//      device scratch;
+//   2. the transport's ByteMover gathers every rank's descriptor (nranks x 128 bytes): NCCL's
+//      ncclAllGather, or one grouped exchange of the CUDA IPC P2P kernel (128 bytes to and
+//      from every peer);
+//   3. a one-block kernel compares all of them; on a difference it copies the nranks
+//      descriptors into mapped host memory and raises the error word (the first difference
+//      wins, later calls keep it), and the abort word given at construction if any (the CUDA
+//      IPC executor's: its kernels of the call and later stop instead of waiting for peers).
+// Every rank holds the same descriptors, so every rank sees the difference and prints the same
+// message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
+// badly enough to leave the transport waiting (different counts or roots can) are told by
+// cocclCommGetAsyncError even while the call hangs; the call's kernels are not held back (they
+// start once enqueued): NCCL's, or a plug-in codec's decode, may write recvbuff.
+// Cost (perf/RESULTS.md, "Per-call agreement over NCCL"): about +20 us a call over NCCL's
+// socket transport on one H200 (8 B: 25-29 -> 47-53 us), within the run-to-run spread from
+// 256 KiB.
+// Calls of one stream share a scratch slot (they are ordered); each stream has its own
+// (cudaStreamGetId; kept for every stream the communicator ever saw), and a call
+// captured into a CUDA graph gets a slot of its own that the graph keeps (a user object) and
+// gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16. A
+// graph must not outlive its communicator, and the executions of one captured graph (several
+// execs of it, clones, child-graph copies) share its slots: one of them may run at a time, or
+// they can be reported as disagreeing.
+// Over NCCL it is off by default (COCCL_NCCL_CALL_CHECK=1 turns it on) for its cost on small
+// calls. Running the all-gather in one NCCL group with an exact call (then comparing after it)
+// was measured no faster there, and it would leave the hanging disagreements unreported.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "coccl.h"
+
+namespace coccl {
+
+struct CallDesc;
+class ByteMover;
+
+class DeviceCallCheck {
+ public:
+  // The mapped host state and the device word of the first difference, on the current
+  // device (scratch slots come on first use of a stream). `abortWord`: a device-visible word
+  // the compare kernel sets to 1 on a difference (null: none). Throws Error.
+  DeviceCallCheck(int nranks, int rank, volatile uint32_t* abortWord = nullptr);
+  ~DeviceCallCheck();
+  DeviceCallCheck(const DeviceCallCheck&) = delete;
+  DeviceCallCheck& operator=(const DeviceCallCheck&) = delete;
+
+  // Steps 1-3 above for the call described by `d`, on `stream`, the descriptors moved by
+  // `mover` (enqueue the call after). From any thread, one thread per stream at a time (as
+  // NCCL asks). Throws Error (a CUDA failure, a stream whose capture was invalidated).
+  void check(const CallDesc& d, ByteMover& mover, cudaStream_t stream);
+  // cocclInvalidUsage once a difference was seen, else cocclSuccess. Cheap, any thread.
+  cocclResult_t error() const;
+  // The difference, as callDescMismatch words it; "" while there is none.
+  std::string message() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coccl
