@@ -5,7 +5,7 @@
 // agreement).
 //   CUDA IPC (agreeCall in src/collectives/cuda_ipc/kernel_common.cuh): the kernels stop
 //   without writing recvbuff.
-//   NCCL transport (src/collectives/device_call_check.h): the check runs before the call; NCCL's
+//   NCCL transport (src/collectives/staged/call_check.h): the check runs before the call; NCCL's
 //   kernels of the call itself may then hang or write recvbuff, so the test waits for the
 //   error, then aborts (which releases them).
 #include <chrono>
@@ -353,7 +353,7 @@ TEST(DeviceAgreement, CudaIpcSendRecvSizeDiffers) {
 
 // Plug-in codecs over CUDA IPC run on the staged pipeline, whose pieces move through the P2P
 // kernel without the fused kernels' descriptor comparison: the per-call check
-// (src/collectives/device_call_check.h) runs before each such call. Without it, ranks whose
+// (src/collectives/staged/call_check.h) runs before each such call. Without it, ranks whose
 // calls differed only in the op (the same payload bytes) silently got different results.
 Side int4Side(cocclRedOp_t op, size_t count) {
   Side s;

@@ -56,7 +56,7 @@
 #include "collectives/layout.h"
 #include "collectives/p2p_header.h"
 #include "collectives/call_desc.h"
-#include "collectives/device_call_check.h"
+#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
 #include "core/dtype.h"
@@ -103,7 +103,7 @@ struct CudaIpcExecutor::Impl {
   // executor's P2P kernel (null when no such codec is registered).
   std::unique_ptr<ByteMover> mover;
   std::unique_ptr<StagedCodec> staged;
-  // The staged pipeline's per-call agreement (device_call_check.h): its pieces move through
+  // The staged pipeline's per-call agreement (staged/call_check.h): its pieces move through
   // this executor's P2P kernel without the fused kernels' descriptor comparison.
   std::unique_ptr<DeviceCallCheck> check;
 

@@ -12,7 +12,7 @@
 
 #include "codecs/codec.h"
 #include "collectives/call_desc.h"
-#include "collectives/device_call_check.h"
+#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
 #include "core/dtype.h"

@@ -8,7 +8,7 @@
 // grouped ncclSend/ncclRecv moving the encoded pieces of COCCL_CHUNK_BYTES), bit for bit the
 // results of the host path and of the CUDA IPC path. Uncompressed collectives and Send/Recv
 // are NCCL's own. Every collective is first checked for agreement across ranks
-// (collectives/device_call_check.h; COCCL_NCCL_CALL_CHECK).
+// (collectives/staged/call_check.h; COCCL_NCCL_CALL_CHECK).
 #pragma once
 
 #include <memory>
@@ -44,8 +44,8 @@ class NcclExecutor final : public Executor {
   void run(const CollRequest& r, CollStats& stats) override;
   void runP2P(const std::vector<CollRequest>& group, CollStats& stats) override;
 
-  // NCCL's asynchronous error, or cocclInvalidUsage once the per-call check (device_call_check.h)
-  // saw ranks disagree (asyncErrorMessage names the fields).
+  // NCCL's asynchronous error, or cocclInvalidUsage once the per-call check
+  // (staged/call_check.h) saw ranks disagree (asyncErrorMessage names the fields).
   cocclResult_t asyncError() const override;
   std::string asyncErrorMessage() const override;
   void abort() override;

@@ -1,4 +1,4 @@
-// The kernels of the device per-call agreement (device_call_check.h), launched on a stream.
+// The kernels of the device per-call agreement (staged/call_check.h), launched on a stream.
 // Throw Error when a launch fails.
 #pragma once
 

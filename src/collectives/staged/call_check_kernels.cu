@@ -1,5 +1,5 @@
-// The two kernels of the device per-call agreement (device_call_check.h).
-#include "collectives/device_call_check_kernels.h"
+// The two kernels of the device per-call agreement (staged/call_check.h).
+#include "collectives/staged/call_check_kernels.h"
 #include "mem/cuda_check.h"
 
 namespace coccl {

@@ -1,5 +1,5 @@
-// Per-call agreement of the device collectives that need it (device_call_check.h).
-#include "collectives/device_call_check.h"
+// Per-call agreement of the device collectives that need it (staged/call_check.h).
+#include "collectives/staged/call_check.h"
 
 #include <atomic>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectives/call_desc.h"
-#include "collectives/device_call_check_kernels.h"
+#include "collectives/staged/call_check_kernels.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/error.h"
 #include "mem/cuda_check.h"
@@ -87,7 +87,7 @@ struct DeviceCallCheck::Impl {
   // The slot of a call on `stream`: the stream's own (calls of one stream are ordered, so
   // they may share one); a fresh one, kept alive by the graph, for a call being captured
   // (launches of the graph may overlap anything else; the executions of one graph share it,
-  // so one of them at a time: device_call_check.h).
+  // so one of them at a time: staged/call_check.h).
   uint64_t* slotFor(cudaStream_t stream) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
