@@ -278,7 +278,7 @@ TEST(PolicyExample, ThreeDTraining) {
   if (!getenv("COCCL_CODEC_PLUGIN")) GTEST_SKIP() << "run by the ctest policy_example";
   ASSERT_EQ(loadEnvCodecPlugins(), "");
   const PolicyFile f = loadPolicyFile(COCCL_SOURCE_DIR "/perf/policy/3d-training.json");
-  ASSERT_EQ(f.rules.size(), 5u);
+  ASSERT_EQ(f.rules.size(), 6u);
   auto range = [](int first, int step, int n) {
     std::vector<int> v;
     for (int i = 0; i < n; ++i) v.push_back(first + i * step);
@@ -293,6 +293,14 @@ TEST(PolicyExample, ThreeDTraining) {
   EXPECT_EQ(pick(dp, Coll::ReduceScatter, cocclFloat32, 4 << 20), "int4");
   EXPECT_EQ(pick(dp, Coll::AllGather, cocclBfloat16, 4 << 20), "none");
   EXPECT_EQ(pick(pp, Coll::Send, cocclBfloat16, 1 << 20), "tah");
+  // the activations up the pipeline through tah, their gradients back through int8
+  const auto dirPick = [&](P2PDir d) {
+    const CodecPolicy::Choice c = pp.choose(Coll::Send, cocclBfloat16, cocclSum, 1 << 20, 1 << 19,
+                                            nullptr, CodecPolicy::kNoCallNo, d);
+    return c.codec ? c.name : std::string("none");
+  };
+  EXPECT_EQ(dirPick(P2PDir::Up), "tah");
+  EXPECT_EQ(dirPick(P2PDir::Down), "int8");
   // tah (row 4096, strict by default) refuses counts that are not whole rows: the policy then
   // sends them exact, and a per-call tah is an error naming the count and the row.
   EXPECT_EQ(pick(pp, Coll::Send, cocclBfloat16, (1 << 20) + 2 * 1000), "none");
