@@ -262,19 +262,45 @@ __device__ __forceinline__ void prefetch32(const void* in, size_t count, size_t 
 }
 
 // The slab's values of a prefetched batch: fin(x), then fin(x * scale) when scale != 1 (a
-// separate pass: the common loop's code stays small).
+// separate pass: the common loop's code stays small). Lane l's chunk i (8 values) goes to tile
+// l / 8 + 4 i at 8 (l % 8): one address a lane, steps of 4 tiles. fin costs one add an element:
+// a chunk whose |x| sum is not finite (a non-finite value, or finite values whose sum
+// overflows) is converted again value by value, out of line.
+template <int Dt>
+__device__ __forceinline__ void unpack16(const uint4& r, float* x) {
+  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+  for (int k = 0; k < 8; ++k) {
+    const uint16_t h = static_cast<uint16_t>(w[k / 2] >> (16 * (k & 1)));
+#if defined(__CUDA_ARCH__)
+    if (Dt == TAH_DT_F16) {
+      asm("cvt.f32.f16 %0, %1;" : "=f"(x[k]) : "h"(h));
+      continue;
+    }
+#endif
+    x[k] = Dt == TAH_DT_BF16 ? tah_bf16_to_f32(h) : tah_f16_to_f32(h);
+  }
+}
+template <int Dt>
+__device__ __noinline__ void convertChunkFin(uint4 r, float* d) {
+  float x[8];
+  unpack16<Dt>(r, x);
+  for (int k = 0; k < 8; ++k) d[k] = tah_fin(x[k]);
+}
 template <int Dt>
 __device__ __forceinline__ void convert16T(const Prefetch16& p, int nt, float* v) {
+  const int lane = laneId();
+  float* d0 = v + (lane / 8) * kPitch + 8 * (lane % 8);
   for (int i = 0; i < 8; ++i) {
-    const int c = laneId() + 32 * i;
-    if (c >= nt * 8) continue;
-    const uint32_t w[4] = {p.r[i].x, p.r[i].y, p.r[i].z, p.r[i].w};
+    if (lane + 32 * i >= nt * 8) break;
+    float* d = d0 + i * 4 * kPitch;
     float x[8];
-    for (int k = 0; k < 8; ++k) {
-      const uint16_t h = static_cast<uint16_t>(w[k / 2] >> (16 * (k & 1)));
-      x[k] = Dt == TAH_DT_BF16 ? tah_fin(tah_bf16_to_f32(h)) : f16ToF32Fin(h);
+    unpack16<Dt>(p.r[i], x);
+    float a0 = fabsf(x[0]), a1 = fabsf(x[1]);  // two chains: the check's adds overlap
+    for (int k = 2; k < 8; k += 2) a0 = TAH_ADD(a0, fabsf(x[k])), a1 = TAH_ADD(a1, fabsf(x[k + 1]));
+    if (!(TAH_ADD(a0, a1) <= 3.40282347e+38f)) {  // NaN or Inf among them (or a huge sum)
+      convertChunkFin<Dt>(p.r[i], d);
+      continue;
     }
-    float* d = v + (c / 8) * kPitch + 8 * (c % 8);
     reinterpret_cast<float4*>(d)[0] = make_float4(x[0], x[1], x[2], x[3]);
     reinterpret_cast<float4*>(d)[1] = make_float4(x[4], x[5], x[6], x[7]);
   }
