@@ -114,6 +114,18 @@ struct SideCall {
   }
 };
 
+// The communicator's asynchronous error once it is set, or after 15 s (cocclSuccess then).
+cocclResult_t waitAsyncError(cocclComm_t comm) {
+  cocclResult_t async = cocclSuccess;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+    if (cocclCommGetAsyncError(comm, &async) != cocclSuccess) return cocclInternalError;
+    if (async != cocclSuccess && async != cocclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return async;
+}
+
 class DeviceAgreement : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
@@ -165,13 +177,7 @@ TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
         SideCall c(k, r.rank);
         EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
         // The call itself may hang in NCCL: wait for the error, not for the stream.
-        cocclResult_t async = cocclSuccess;
-        const auto t0 = std::chrono::steady_clock::now();
-        while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
-          ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-          if (async != cocclSuccess && async != cocclInProgress) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
+        const cocclResult_t async = waitAsyncError(r.comm);
         EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
         EXPECT_EQ(
             cocclAllReduce(c.in.data(), c.out.data(), 16, cocclFloat32, cocclSum, r.comm, c.st),
@@ -386,13 +392,8 @@ TEST_P(DeviceAgreementStaged, CudaIpcEveryRankFails) {
       [&k](Rank& r) {
         SideCall c(k, r.rank);
         EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
-        cocclResult_t async = cocclSuccess;
         const auto t0 = std::chrono::steady_clock::now();
-        while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
-          ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-          if (async != cocclSuccess && async != cocclInProgress) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
+        const cocclResult_t async = waitAsyncError(r.comm);
         EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
         // The check raised the executor's abort word: the call's kernels stop, not wait.
         CUDA_OK(cudaStreamSynchronize(c.st));
