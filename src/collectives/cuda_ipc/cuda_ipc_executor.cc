@@ -261,7 +261,7 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
       m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc",
                                                stagedAllReduceAlgo(c.config().algo));
       if (c.config().stagedCallCheck)
-        m.check = std::make_unique<DeviceCallCheck>(p, c.rank(), &m.hostDev->abort);
+        m.check = std::make_unique<DeviceCallCheck>(p, c.rank(), &m.hostDev->error);
     }
   } catch (const Error& e) {
     failure = e.what();
@@ -315,8 +315,8 @@ std::string CudaIpcExecutor::asyncErrorMessage() const {
   if (!impl_->host) return "";
   if (impl_->check && impl_->check->error() != cocclSuccess)
     return "device path (CUDA IPC, staged codec pipeline): " + impl_->check->message() +
-           " (found before the call's data moved; its kernels stopped, but a codec's decode "
-           "may have written recvbuff; the communicator is broken: destroy or abort it)";
+           " (found before the call's exchanges; they were not held back and the codec's "
+           "decode may have written recvbuff; the communicator is broken: destroy or abort it)";
   const dev::HostState& h = *impl_->host;
   const uint32_t e = *reinterpret_cast<const volatile uint32_t*>(&h.error);
   if (e == dev::kDevTimeout)
@@ -440,7 +440,7 @@ void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   if (r.codec && !fusedCodec(r.codec)) {
     DeviceGuard g(m.device);
-    if (m.check) m.check->check(makeCallDesc(r), *m.mover, streamOf(r));
+    if (m.check) m.staged->checkCall(*m.check, makeCallDesc(r), r.stream);
     return m.staged->run(r, stats);
   }
   switch (r.coll) {

@@ -74,7 +74,7 @@ void CUDART_CB releaseGraphSlot(void* p) {  // no CUDA calls in here (a user obj
 
 struct DeviceCallCheck::Impl {
   int p = 0, me = 0;
-  volatile uint32_t* abortWord = nullptr;
+  const volatile uint32_t* failed = nullptr;
   std::shared_ptr<SlotPool> pool = std::make_shared<SlotPool>();
   std::mutex mu;
   std::unordered_map<unsigned long long, uint64_t*> byStream;  // cudaStreamGetId -> slot
@@ -132,12 +132,12 @@ struct DeviceCallCheck::Impl {
   }
 };
 
-DeviceCallCheck::DeviceCallCheck(int nranks, int rank, volatile uint32_t* abortWord)
+DeviceCallCheck::DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.p = nranks;
   m.me = rank;
-  m.abortWord = abortWord;
+  m.failed = failed;
   m.pool->slotWords = 16 * (static_cast<size_t>(nranks) + 1);
   void* d = nullptr;
   COCCL_CUDA_CHECK(cudaMalloc(&d, 8));
@@ -183,7 +183,7 @@ void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t st
     }
     mover.exchange(x, stream);
   }
-  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, m.abortWord, stream);
+  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, m.failed, stream);
 }
 
 cocclResult_t DeviceCallCheck::error() const {

@@ -1,7 +1,7 @@
 // Per-call agreement of device collectives whose own kernels do not compare descriptors
 // (collectives/call_desc.h): every call the NCCL executor runs (COCCL_NCCL_CALL_CHECK=1), and
-// the staged codec pipeline over CUDA IPC (plug-in codecs; always). Before the call, on the
-// caller's stream:
+// the staged codec pipeline over CUDA IPC (plug-in codecs; on by default,
+// COCCL_STAGED_CALL_CHECK=0 turns it off). Before the call:
 //   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
 //      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
 //      device scratch;
@@ -10,18 +10,22 @@
 //      from every peer);
 //   3. a one-block kernel compares all of them; on a difference it copies the nranks
 //      descriptors into mapped host memory and raises the error word (the first difference
-//      wins, later calls keep it), and the abort word given at construction if any (the CUDA
-//      IPC executor's: its kernels of the call and later stop instead of waiting for peers).
+//      wins, later calls keep it). Where the transport has a failure word (`failed`, the CUDA
+//      IPC executor's: a timeout, a poisoned peer, an abort), a set word skips the comparison:
+//      the exchange may not have delivered every descriptor, and the transport's own error is
+//      the one to report.
 // Every rank holds the same descriptors, so every rank sees the difference and prints the same
 // message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
 // badly enough to leave the transport waiting (different counts or roots can) are told by
-// cocclCommGetAsyncError even while the call hangs; the call's kernels are not held back (they
-// start once enqueued): NCCL's, or a plug-in codec's decode, may write recvbuff.
-// Cost (perf/RESULTS.md, "Per-call agreement over NCCL"): about +20 us a call over NCCL's
-// socket transport on one H200 (8 B: 25-29 -> 47-53 us), within the run-to-run spread from
-// 256 KiB.
-// Calls of one stream share a scratch slot (they are ordered); each stream has its own
-// (cudaStreamGetId; kept for every stream the communicator ever saw), and a call
+// cocclCommGetAsyncError even while the call hangs; the call itself is not held back (its
+// kernels start once enqueued): NCCL's, or a plug-in codec's decode, may write recvbuff.
+// Cost: about +20 us a call over NCCL's socket transport on one H200 (8 B: 25-29 -> 47-53 us),
+// within the run-to-run spread from 256 KiB; about +20 us a call over CUDA IPC (int4 AllReduce
+// of 2 processes on one H200: 51 -> 70 us at 1 KiB, 186 -> 210 us at 16 MiB) (perf/RESULTS.md).
+// The NCCL executor runs it on the caller's stream: calls of one stream share a scratch slot
+// (they are ordered); each stream has its own (cudaStreamGetId; kept for every stream the
+// communicator ever saw). The staged pipeline runs it on its internal stream, where all its
+// exchanges run (StagedCodec::checkCall), so one slot serves every eager call. A call
 // captured into a CUDA graph gets a slot of its own that the graph keeps (a user object) and
 // gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16. A
 // graph must not outlive its communicator, and the executions of one captured graph (several
@@ -48,9 +52,10 @@ class ByteMover;
 class DeviceCallCheck {
  public:
   // The mapped host state and the device word of the first difference, on the current
-  // device (scratch slots come on first use of a stream). `abortWord`: a device-visible word
-  // the compare kernel sets to 1 on a difference (null: none). Throws Error.
-  DeviceCallCheck(int nranks, int rank, volatile uint32_t* abortWord = nullptr);
+  // device (scratch slots come on first use of a stream). `failed`: a device-visible word
+  // the transport sets when it fails (null: none); the comparison is skipped while it is set.
+  // Throws Error.
+  DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed = nullptr);
   ~DeviceCallCheck();
   DeviceCallCheck(const DeviceCallCheck&) = delete;
   DeviceCallCheck& operator=(const DeviceCallCheck&) = delete;

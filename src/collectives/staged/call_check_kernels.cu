@@ -13,7 +13,8 @@ __global__ void storeDesc(DescWords d, uint64_t* dst, uint64_t* dst2) {
 // this rank's; the lowest differing rank is found with a shared atomicMin.
 __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, uint32_t* devFirst,
                              CheckHostState* host, uint64_t* hostDescs,
-                             volatile uint32_t* abortWord) {
+                             const volatile uint32_t* failed) {
+  if (failed && *failed) return;  // the exchange may not have delivered every descriptor
   __shared__ int firstDiff;
   if (threadIdx.x == 0) firstDiff = nranks;
   __syncthreads();
@@ -35,7 +36,6 @@ __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, ui
   __syncthreads();
   if (threadIdx.x == 0) {
     host->error = 1u;
-    if (abortWord) *abortWord = 1u;  // after the error: a stopped kernel finds it set
     __threadfence_system();
   }
 }
@@ -48,9 +48,9 @@ void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStre
 }
 
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                        CheckHostState* host, uint64_t* hostDescs, volatile uint32_t* abortWord,
+                        CheckHostState* host, uint64_t* hostDescs, const volatile uint32_t* failed,
                         cudaStream_t s) {
-  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs, abortWord);
+  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs, failed);
   COCCL_CUDA_CHECK(cudaGetLastError());
 }
 

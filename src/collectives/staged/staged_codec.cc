@@ -29,6 +29,7 @@
 
 #include <algorithm>
 
+#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_impl.h"
 
 namespace coccl {
@@ -58,6 +59,7 @@ StagedCodec::StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& move
   for (auto& row : m.ev)
     for (cudaEvent_t& e : row) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
+  COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.checkEv, cudaEventDisableTiming));
 }
 
 StagedCodec::~StagedCodec() = default;
@@ -106,6 +108,19 @@ bool StagedCodec::supports(const CollRequest& r) const {
   const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
   if (!reduces && r.coll != Coll::AllGather) return false;
   return r.codec->blockElems() <= m.slotBytes && !(reduces && m.p > kernels::kMaxReduceInputs);
+}
+
+void StagedCodec::checkCall(DeviceCallCheck& check, const CallDesc& d, cocclStream_t stream) {
+  Impl& m = *impl_;
+  try {
+    COCCL_CUDA_CHECK(cudaEventRecord(m.checkEv, m.user(stream)));
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(m.side, m.checkEv, 0));
+    check.check(d, m.mover, m.side);
+  } catch (...) {
+    (void)cudaGetLastError();
+    m.mover.abort();
+    throw;
+  }
 }
 
 void StagedCodec::run(const CollRequest& r, CollStats& stats) {

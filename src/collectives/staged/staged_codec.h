@@ -64,6 +64,9 @@ enum class StagedAllReduce { Auto, TwoShot, OneShot };
 // "auto" -> Auto.
 StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
 
+struct CallDesc;
+class DeviceCallCheck;
+
 class StagedCodec {
  public:
   // Allocates the staging (2 sets of 3p+1 slots of slotBytes, an fp32 accumulator of
@@ -89,6 +92,12 @@ class StagedCodec {
   // kMaxReduceInputs ranks a node and nodes.
   bool supports(const CollRequest& r) const;
   void run(const CollRequest& r, CollStats& stats);
+  // The per-call agreement of the next call (call_check.h, descriptor d), on the internal
+  // stream after everything issued so far on `stream`: every exchange of the pipeline runs
+  // there, so the check's own exchange never overlaps one of another call, whatever the
+  // callers' streams. When enqueueing fails half-way the mover is aborted (peers get an error
+  // instead of waiting). Throws Error.
+  void checkCall(DeviceCallCheck& check, const CallDesc& d, cocclStream_t stream);
 
   // Bytes of device memory it holds (staging + accumulator), for the init log.
   size_t stagingBytes() const;

@@ -40,6 +40,7 @@ struct StagedCodec::Impl {
   // whatever stream, starts after it (the staging is the communicator's, not the stream's).
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
+  cudaEvent_t checkEv = nullptr;  // checkCall: the internal stream waits for the caller's
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
   DeviceScratch ws;  // the codec's device workspace (grows without waiting for the device)
@@ -60,6 +61,7 @@ struct StagedCodec::Impl {
       for (cudaEvent_t& e : row)
         if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
     if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
+    if (checkEv) COCCL_CUDA_WARN(cudaEventDestroy(checkEv));
     if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
