@@ -261,7 +261,9 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
       m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc",
                                                stagedAllReduceAlgo(c.config().algo));
       if (c.config().stagedCallCheck)
-        m.check = std::make_unique<DeviceCallCheck>(p, c.rank(), &m.hostDev->error);
+        m.check = std::make_unique<DeviceCallCheck>(
+            p, c.rank(), &m.hostDev->error,
+            reinterpret_cast<const uint32_t*>(m.region->local() + m.lay.offErr));
     }
   } catch (const Error& e) {
     failure = e.what();
@@ -440,8 +442,7 @@ void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   if (r.codec && !fusedCodec(r.codec)) {
     DeviceGuard g(m.device);
-    if (m.check) m.staged->checkCall(*m.check, makeCallDesc(r), r.stream);
-    return m.staged->run(r, stats);
+    return m.staged->run(r, stats, m.check.get());
   }
   switch (r.coll) {
     case Coll::AllReduce: return m.allReduce(r, stats);

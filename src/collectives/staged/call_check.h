@@ -10,10 +10,10 @@
 //      from every peer);
 //   3. a one-block kernel compares all of them; on a difference it copies the nranks
 //      descriptors into mapped host memory and raises the error word (the first difference
-//      wins, later calls keep it). Where the transport has a failure word (`failed`, the CUDA
-//      IPC executor's: a timeout, a poisoned peer, an abort), a set word skips the comparison:
-//      the exchange may not have delivered every descriptor, and the transport's own error is
-//      the one to report.
+//      wins, later calls keep it). Where the transport has failure words (the CUDA IPC
+//      executor's mapped error word and its region's device error word: a timeout, a
+//      poisoned peer, an abort), a set word skips the comparison: the exchange may not have
+//      delivered every descriptor, and the transport's own error is the one to report.
 // Every rank holds the same descriptors, so every rank sees the difference and prints the same
 // message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
 // badly enough to leave the transport waiting (different counts or roots can) are told by
@@ -25,7 +25,7 @@
 // The NCCL executor runs it on the caller's stream: calls of one stream share a scratch slot
 // (they are ordered); each stream has its own (cudaStreamGetId; kept for every stream the
 // communicator ever saw). The staged pipeline runs it on its internal stream, where all its
-// exchanges run (StagedCodec::checkCall), so one slot serves every eager call. A call
+// exchanges run (StagedCodec::run's `check`), so one slot serves every eager call. A call
 // captured into a CUDA graph gets a slot of its own that the graph keeps (a user object) and
 // gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16. A
 // graph must not outlive its communicator, and the executions of one captured graph (several
@@ -52,10 +52,11 @@ class ByteMover;
 class DeviceCallCheck {
  public:
   // The mapped host state and the device word of the first difference, on the current
-  // device (scratch slots come on first use of a stream). `failed`: a device-visible word
-  // the transport sets when it fails (null: none); the comparison is skipped while it is set.
-  // Throws Error.
-  DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed = nullptr);
+  // device (scratch slots come on first use of a stream). `failed`, `failed2`: device-visible
+  // words the transport sets when it fails (null: none); the comparison is skipped while
+  // either is set. Throws Error.
+  DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed = nullptr,
+                  const volatile uint32_t* failed2 = nullptr);
   ~DeviceCallCheck();
   DeviceCallCheck(const DeviceCallCheck&) = delete;
   DeviceCallCheck& operator=(const DeviceCallCheck&) = delete;

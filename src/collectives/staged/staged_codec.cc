@@ -29,7 +29,6 @@
 
 #include <algorithm>
 
-#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_impl.h"
 
 namespace coccl {
@@ -110,21 +109,16 @@ bool StagedCodec::supports(const CollRequest& r) const {
   return r.codec->blockElems() <= m.slotBytes && !(reduces && m.p > kernels::kMaxReduceInputs);
 }
 
-void StagedCodec::checkCall(DeviceCallCheck& check, const CallDesc& d, cocclStream_t stream) {
+void StagedCodec::run(const CollRequest& r, CollStats& stats, DeviceCallCheck* check) {
   Impl& m = *impl_;
-  try {
-    COCCL_CUDA_CHECK(cudaEventRecord(m.checkEv, m.user(stream)));
-    COCCL_CUDA_CHECK(cudaStreamWaitEvent(m.side, m.checkEv, 0));
-    check.check(d, m.mover, m.side);
-  } catch (...) {
-    (void)cudaGetLastError();
-    m.mover.abort();
-    throw;
+  if (check) {  // enqueued by the call's first pipeline(); never left for a later call
+    m.pendingCheck = check;
+    m.pendingDesc = makeCallDesc(r);
   }
-}
-
-void StagedCodec::run(const CollRequest& r, CollStats& stats) {
-  Impl& m = *impl_;
+  struct Clear {
+    Impl& m;
+    ~Clear() { m.pendingCheck = nullptr; }
+  } clear{m};
   if (r.interCodec) {
     if (twoLevel(r, m.ranksPerNode, m.p)) return m.hierReduce(r, stats);
     return run(flatOf(r, m.ranksPerNode), stats);

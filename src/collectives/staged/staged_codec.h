@@ -64,7 +64,6 @@ enum class StagedAllReduce { Auto, TwoShot, OneShot };
 // "auto" -> Auto.
 StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
 
-struct CallDesc;
 class DeviceCallCheck;
 
 class StagedCodec {
@@ -91,13 +90,12 @@ class StagedCodec {
   // the reductions; a two-level call: both codecs have device operations, and at most
   // kMaxReduceInputs ranks a node and nodes.
   bool supports(const CollRequest& r) const;
-  void run(const CollRequest& r, CollStats& stats);
-  // The per-call agreement of the next call (call_check.h, descriptor d), on the internal
-  // stream after everything issued so far on `stream`: every exchange of the pipeline runs
-  // there, so the check's own exchange never overlaps one of another call, whatever the
-  // callers' streams. When enqueueing fails half-way the mover is aborted (peers get an error
-  // instead of waiting). Throws Error.
-  void checkCall(DeviceCallCheck& check, const CallDesc& d, cocclStream_t stream);
+  // `check` (null: none): the call's per-call agreement (call_check.h), enqueued first inside
+  // the pipeline's ordering (after the previous eager call, before any of this call's work) on
+  // the internal stream, where every exchange of the pipeline runs: the check's own exchange
+  // never overlaps one of another call, whatever the callers' streams, and a failure half-way
+  // joins the internal stream and aborts the mover as any other.
+  void run(const CollRequest& r, CollStats& stats, DeviceCallCheck* check = nullptr);
 
   // Bytes of device memory it holds (staging + accumulator), for the init log.
   size_t stagingBytes() const;

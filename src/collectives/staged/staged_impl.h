@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "codecs/codec.h"
+#include "collectives/call_desc.h"
 #include "collectives/layout.h"
+#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -40,7 +42,10 @@ struct StagedCodec::Impl {
   // whatever stream, starts after it (the staging is the communicator's, not the stream's).
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
-  cudaEvent_t checkEv = nullptr;  // checkCall: the internal stream waits for the caller's
+  cudaEvent_t checkEv = nullptr;  // the check: the internal stream waits for the caller's
+  // The running call's per-call agreement (StagedCodec::run), enqueued by the first pipeline().
+  DeviceCallCheck* pendingCheck = nullptr;
+  CallDesc pendingDesc{};
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
   DeviceScratch ws;  // the codec's device workspace (grows without waiting for the device)
@@ -75,6 +80,12 @@ struct StagedCodec::Impl {
     const bool eager = !streamCapturing(s);
     if (eager && tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, tail, 0));
     try {
+      if (DeviceCallCheck* c = pendingCheck) {
+        pendingCheck = nullptr;
+        COCCL_CUDA_CHECK(cudaEventRecord(checkEv, s));
+        COCCL_CUDA_CHECK(cudaStreamWaitEvent(side, checkEv, 0));
+        c->check(pendingDesc, mover, side);
+      }
       body();
     } catch (...) {
       if (cudaEventRecord(ev[3][0], side) == cudaSuccess) (void)cudaStreamWaitEvent(s, ev[3][0], 0);
