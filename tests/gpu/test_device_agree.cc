@@ -162,21 +162,18 @@ TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
       o);
 }
 
-// Over the NCCL transport the check runs before the call: every disagreement is reported,
-// also those on which NCCL then hangs.
-TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
-  COCCL_REQUIRE_GPU();
-  const Case k = GetParam();
-  GpuRunOptions o = overNcclTransport(GpuRunOptions());
+// Ranks whose calls differ, where the check runs before the call and does not hold it back
+// (NCCL's call check, the staged pipeline's): every rank gets `cocclInvalidUsage` and the next
+// call names the field and the path (`says`); the call itself may hang (different counts), so
+// the test waits for the error, not for the stream, then aborts, which releases it.
+void everyRankFailsBeforeTheCall(const Case& k, GpuRunOptions o, const char* path) {
   o.config.timeoutMs = 20000;
   o.destroyComm = false;
-  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
   runGpuRanks(
       3,
-      [&k](Rank& r) {
+      [&k, path](Rank& r) {
         SideCall c(k, r.rank);
         EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
-        // The call itself may hang in NCCL: wait for the error, not for the stream.
         const cocclResult_t async = waitAsyncError(r.comm);
         EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
         EXPECT_EQ(
@@ -184,13 +181,22 @@ TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
             cocclInvalidUsage);
         const std::string msg = cocclGetLastError(r.comm);
         EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
-        EXPECT_NE(msg.find("device path (NCCL)"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(path), std::string::npos) << msg;
         EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
         (void)cudaStreamSynchronize(c.st);  // released by the abort
         (void)cudaGetLastError();
         EXPECT_TRUE(c.in.guardsIntact() && c.out.guardsIntact()) << "rank " << r.rank;
       },
       o);
+}
+
+// Over the NCCL transport the check runs before the call: every disagreement is reported,
+// also those on which NCCL then hangs.
+TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
+  COCCL_REQUIRE_GPU();
+  GpuRunOptions o = overNcclTransport(GpuRunOptions());
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
+  everyRankFailsBeforeTheCall(GetParam(), o, "device path (NCCL)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreement, ::testing::ValuesIn(kCases),
@@ -382,32 +388,9 @@ class DeviceAgreementStaged : public ::testing::TestWithParam<Case> {};
 TEST_P(DeviceAgreementStaged, CudaIpcEveryRankFails) {
   COCCL_REQUIRE_GPU();
   if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
-  const Case k = GetParam();
   GpuRunOptions o;
-  o.config.timeoutMs = 20000;
-  o.destroyComm = false;
   o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN}};
-  runGpuRanks(
-      3,
-      [&k](Rank& r) {
-        SideCall c(k, r.rank);
-        EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
-        const cocclResult_t async = waitAsyncError(r.comm);
-        EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
-        EXPECT_EQ(
-            cocclAllReduce(c.in.data(), c.out.data(), 16, cocclFloat32, cocclSum, r.comm, c.st),
-            cocclInvalidUsage);
-        const std::string msg = cocclGetLastError(r.comm);
-        EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
-        EXPECT_NE(msg.find("staged codec pipeline"), std::string::npos) << msg;
-        // The call's exchanges are not held back (counts that differ can leave them waiting
-        // until COCCL_TIMEOUT_MS): the abort releases them.
-        EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
-        (void)cudaStreamSynchronize(c.st);
-        (void)cudaGetLastError();
-        EXPECT_TRUE(c.in.guardsIntact() && c.out.guardsIntact()) << "rank " << r.rank;
-      },
-      o);
+  everyRankFailsBeforeTheCall(GetParam(), o, "device path (CUDA IPC, staged codec pipeline)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreementStaged, ::testing::ValuesIn(kStagedCases),
