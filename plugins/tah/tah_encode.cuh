@@ -13,12 +13,12 @@ __device__ void forEachLoadedBatch(float* v, const void* in, int dtype, const Ge
   Batch bt;
   bool have = nextBatch(geo, &b, &bt);
   const bool wide = dtype == TAH_DT_F32;
-  Prefetch16 pf;
+  Prefetch pf;
   const auto prefetch = [&](const Batch& x) {
     if (wide)
-      prefetch32(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
+      prefetchT<4>(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
     else
-      prefetch16(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
+      prefetchT<8>(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
   };
   if (have) prefetch(bt);
   while (have) {

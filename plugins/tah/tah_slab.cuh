@@ -209,8 +209,8 @@ __device__ void slabLoad(const void* in, int dtype, size_t count, size_t e0, int
     slabLoadT<8, Fin, Add>(in, dtype, count, e0, nt, vec, scale, v);
 }
 
-// ---- the next batch of a 16-bit input, held in registers while the warp works on the current
-// one (8 chunks of 8 elements a lane: the batch's 4 KiB), then converted into the slab ---------
+// ---- the next batch's first 4 KiB, held in registers while the warp works on the current one,
+// then converted into the slab ------------------------------------------------------------------
 
 __device__ __noinline__ uint4 raw16Scalar(const uint16_t* h, size_t count, size_t e) {
   uint32_t w[4] = {0, 0, 0, 0};
@@ -218,27 +218,13 @@ __device__ __noinline__ uint4 raw16Scalar(const uint16_t* h, size_t count, size_
     if (e + k < count) w[k / 2] |= static_cast<uint32_t>(h[e + k]) << (16 * (k & 1));
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
-struct Prefetch16 {
+struct Prefetch {
   uint4 r[8];
 };
-__device__ __forceinline__ void prefetch16(const void* in, size_t count, size_t e0, int nt,
-                                           bool vec, Prefetch16* p) {
-  const uint16_t* h = static_cast<const uint16_t*>(in);
-  for (int i = 0; i < 8; ++i) {
-    const int c = laneId() + 32 * i;
-    const size_t e = e0 + 8 * static_cast<size_t>(c);
-    p->r[i] = make_uint4(0, 0, 0, 0);
-    if (c >= nt * 8 || e >= count) continue;
-    if (vec && e + 8 <= count) {
-      p->r[i] = reinterpret_cast<const uint4*>(in)[e / 8];
-    } else {  // the message's end or an unaligned input: 0 past count
-      p->r[i] = raw16Scalar(h, count, e);
-    }
-  }
-}
-// fp32: the first half of the next batch (16 tiles: 8 chunks of 4 elements a lane, the same
-// 4 KiB as a 16-bit batch; the whole 8 KiB would take 64 registers a lane); the second half is
-// loaded when the batch is converted.
+// The next batch's first 4 KiB into p (8 chunks of 16 bytes a lane, Epc elements a chunk, 0
+// past count): a 16-bit batch whole (Epc 8), an fp32 batch's first half (Epc 4: 16 tiles; the
+// whole 8 KiB would take 64 registers a lane; the second half is loaded when the batch is
+// converted).
 constexpr int kPrefetchTiles32 = kBatch / 2;
 __device__ __noinline__ uint4 raw32Scalar(const float* f, size_t count, size_t e) {
   uint32_t w[4] = {0, 0, 0, 0};
@@ -246,17 +232,19 @@ __device__ __noinline__ uint4 raw32Scalar(const float* f, size_t count, size_t e
     if (e + k < count) w[k] = tah_bits(f[e + k]);
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
-__device__ __forceinline__ void prefetch32(const void* in, size_t count, size_t e0, int nt,
-                                           bool vec, Prefetch16* p) {
-  const int chunks = (nt < kPrefetchTiles32 ? nt : kPrefetchTiles32) * (TAH_TILE / 4);
-  for (int i = 0; i < 8; ++i) {
+template <int Epc>
+__device__ __forceinline__ void prefetchT(const void* in, size_t count, size_t e0, int nt,
+                                          bool vec, Prefetch* p) {
+  for (int i = 0; i < 8; ++i) {  // c < 256: an fp32 batch's first 16 tiles
     const int c = laneId() + 32 * i;
-    const size_t e = e0 + 4 * static_cast<size_t>(c);
+    const size_t e = e0 + Epc * static_cast<size_t>(c);
     p->r[i] = make_uint4(0, 0, 0, 0);
-    if (c >= chunks || e >= count) continue;
-    if (vec && e + 4 <= count)
-      p->r[i] = reinterpret_cast<const uint4*>(in)[e / 4];
-    else  // the message's end or an unaligned input: 0 past count
+    if (c >= nt * (TAH_TILE / Epc) || e >= count) continue;
+    if (vec && e + Epc <= count)
+      p->r[i] = reinterpret_cast<const uint4*>(in)[e / Epc];
+    else if (Epc == 8)  // the message's end or an unaligned input: 0 past count
+      p->r[i] = raw16Scalar(static_cast<const uint16_t*>(in), count, e);
+    else
       p->r[i] = raw32Scalar(static_cast<const float*>(in), count, e);
   }
 }
@@ -287,7 +275,7 @@ __device__ __noinline__ void convertChunkFin(uint4 r, float* d) {
   for (int k = 0; k < 8; ++k) d[k] = tah_fin(x[k]);
 }
 template <int Dt>
-__device__ __forceinline__ void convert16T(const Prefetch16& p, int nt, float* v) {
+__device__ __forceinline__ void convert16T(const Prefetch& p, int nt, float* v) {
   const int lane = laneId();
   float* d0 = v + (lane / 8) * kPitch + 8 * (lane % 8);
   for (int i = 0; i < 8; ++i) {
@@ -313,7 +301,7 @@ __device__ __noinline__ void scaleSlab(int nt, float scale, float* v) {
 }
 // An fp32 batch: its prefetched first half from registers (fin(x), then fin(x * scale)), the
 // rest (slabLoadT, the same values) from memory.
-__device__ __forceinline__ void convert32(const Prefetch16& p, const void* in, size_t count,
+__device__ __forceinline__ void convert32(const Prefetch& p, const void* in, size_t count,
                                           size_t e0, int nt, bool vec, float scale, float* v) {
   const int head = nt < kPrefetchTiles32 ? nt : kPrefetchTiles32;
   for (int i = 0; i < 8; ++i) {
@@ -331,7 +319,7 @@ __device__ __forceinline__ void convert32(const Prefetch16& p, const void* in, s
     scaleSlab(head, scale, v);
   }
 }
-__device__ __forceinline__ void convert16(const Prefetch16& p, int dtype, int nt, float scale,
+__device__ __forceinline__ void convert16(const Prefetch& p, int dtype, int nt, float scale,
                                           float* v) {
   if (dtype == TAH_DT_BF16)
     convert16T<TAH_DT_BF16>(p, nt, v);

@@ -55,7 +55,6 @@
 #include "collectives/cuda_ipc/residency.h"
 #include "collectives/layout.h"
 #include "collectives/p2p_header.h"
-#include "collectives/call_desc.h"
 #include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
@@ -261,9 +260,8 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
       m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc",
                                                stagedAllReduceAlgo(c.config().algo));
       if (c.config().stagedCallCheck)
-        m.check = std::make_unique<DeviceCallCheck>(
-            p, c.rank(), &m.hostDev->error,
-            reinterpret_cast<const uint32_t*>(m.region->local() + m.lay.offErr));
+        m.check = std::make_unique<DeviceCallCheck>(  // the region's error word: set first
+            p, c.rank(), reinterpret_cast<const uint32_t*>(m.region->local() + m.lay.offErr));
     }
   } catch (const Error& e) {
     failure = e.what();

@@ -75,7 +75,6 @@ void CUDART_CB releaseGraphSlot(void* p) {  // no CUDA calls in here (a user obj
 struct DeviceCallCheck::Impl {
   int p = 0, me = 0;
   const volatile uint32_t* failed = nullptr;
-  const volatile uint32_t* failed2 = nullptr;
   std::shared_ptr<SlotPool> pool = std::make_shared<SlotPool>();
   std::mutex mu;
   std::unordered_map<unsigned long long, uint64_t*> byStream;  // cudaStreamGetId -> slot
@@ -133,14 +132,12 @@ struct DeviceCallCheck::Impl {
   }
 };
 
-DeviceCallCheck::DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed,
-                                 const volatile uint32_t* failed2)
+DeviceCallCheck::DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.p = nranks;
   m.me = rank;
   m.failed = failed;
-  m.failed2 = failed2;
   m.pool->slotWords = 16 * (static_cast<size_t>(nranks) + 1);
   void* d = nullptr;
   COCCL_CUDA_CHECK(cudaMalloc(&d, 8));
@@ -186,8 +183,7 @@ void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t st
     }
     mover.exchange(x, stream);
   }
-  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, m.failed, m.failed2,
-                     stream);
+  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, m.failed, stream);
 }
 
 cocclResult_t DeviceCallCheck::error() const {

@@ -10,10 +10,10 @@
 //      from every peer);
 //   3. a one-block kernel compares all of them; on a difference it copies the nranks
 //      descriptors into mapped host memory and raises the error word (the first difference
-//      wins, later calls keep it). Where the transport has failure words (the CUDA IPC
-//      executor's mapped error word and its region's device error word: a timeout, a
-//      poisoned peer, an abort), a set word skips the comparison: the exchange may not have
-//      delivered every descriptor, and the transport's own error is the one to report.
+//      wins, later calls keep it). Where the transport has a failure word (the CUDA IPC
+//      executor's region error word, which every failure sets first: a timeout, a poisoned
+//      peer, an abort), a set word skips the comparison: the exchange may not have delivered
+//      every descriptor, and the transport's own error is the one to report.
 // Every rank holds the same descriptors, so every rank sees the difference and prints the same
 // message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
 // badly enough to leave the transport waiting (different counts or roots can) are told by
@@ -52,11 +52,10 @@ class ByteMover;
 class DeviceCallCheck {
  public:
   // The mapped host state and the device word of the first difference, on the current
-  // device (scratch slots come on first use of a stream). `failed`, `failed2`: device-visible
-  // words the transport sets when it fails (null: none); the comparison is skipped while
-  // either is set. Throws Error.
-  DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed = nullptr,
-                  const volatile uint32_t* failed2 = nullptr);
+  // device (scratch slots come on first use of a stream). `failed`: a device word the
+  // transport sets when it fails (null: none); the comparison is skipped while it is set.
+  // Throws Error.
+  DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed = nullptr);
   ~DeviceCallCheck();
   DeviceCallCheck(const DeviceCallCheck&) = delete;
   DeviceCallCheck& operator=(const DeviceCallCheck&) = delete;

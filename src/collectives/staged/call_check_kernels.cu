@@ -13,13 +13,13 @@ __global__ void storeDesc(DescWords d, uint64_t* dst, uint64_t* dst2) {
 // this rank's; the lowest differing rank is found with a shared atomicMin.
 __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, uint32_t* devFirst,
                              CheckHostState* host, uint64_t* hostDescs,
-                             const volatile uint32_t* failed, const volatile uint32_t* failed2) {
+                             const volatile uint32_t* failed) {
   __shared__ int firstDiff;
   __shared__ bool skip;  // one read for the whole block: every thread takes the same way
   if (threadIdx.x == 0) {
     firstDiff = nranks;
     // the exchange may not have delivered every descriptor: the transport reports its failure
-    skip = (failed && *failed) || (failed2 && *failed2);
+    skip = failed && *failed;
   }
   __syncthreads();
   if (skip) return;
@@ -54,8 +54,8 @@ void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStre
 
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
                         CheckHostState* host, uint64_t* hostDescs, const volatile uint32_t* failed,
-                        const volatile uint32_t* failed2, cudaStream_t s) {
-  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs, failed, failed2);
+                        cudaStream_t s) {
+  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs, failed);
   COCCL_CUDA_CHECK(cudaGetLastError());
 }
 
