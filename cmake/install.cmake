@@ -2,7 +2,8 @@
 # coccl.pc (link libcoccl) and coccl-codec.pc (the codec plug-in SDK: headers only).
 include(CMakePackageConfigHelpers)
 
-install(FILES ${PROJECT_SOURCE_DIR}/include/coccl.h ${PROJECT_SOURCE_DIR}/include/coccl_codec.h
+install(FILES ${PROJECT_SOURCE_DIR}/include/coccl.h ${PROJECT_SOURCE_DIR}/include/coccl_query.h
+              ${PROJECT_SOURCE_DIR}/include/coccl_codec.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS coccl EXPORT cocclTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
