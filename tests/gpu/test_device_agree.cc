@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "compressed_util.h"
+#include "device_cases.h"
 #include "gpu_util.h"
 
 namespace coccl::test {
@@ -364,8 +366,8 @@ TEST(DeviceAgreement, CudaIpcSendRecvSizeDiffers) {
 }
 
 // Plug-in codecs over CUDA IPC run on the staged pipeline, whose pieces move through the P2P
-// kernel without the fused kernels' descriptor comparison: the per-call check
-// (src/collectives/staged/call_check.h) runs before each such call. Before it, nothing compared
+// kernel: the first exchange of each such call compares the call's descriptor with every
+// rank's (P2PArgs::callAgree, the fused kernels' agreeCall). Before it, nothing compared
 // calls that differ only in the op (the same payload bytes).
 Side int4Side(cocclRedOp_t op, size_t count) {
   Side s;
@@ -397,8 +399,9 @@ INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreementStaged, ::testing::ValuesIn(kSta
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 // Staged calls that agree keep working with the check on: many int4 AllReduces of 3 ranks,
-// alternating between two streams without syncs (the checks run on the pipeline's internal
-// stream, in the order of the calls), sums of 1 + 2 + 3 within int4's bound.
+// alternating between two streams without syncs (the exchanges, and the agreement in each
+// call's first one, run on the pipeline's internal stream in the order of the calls), sums of
+// 1 + 2 + 3 within int4's bound.
 TEST(DeviceAgreementStaged, CudaIpcAgreeingCallsStillRight) {
   COCCL_REQUIRE_GPU();
   if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
@@ -434,6 +437,25 @@ TEST(DeviceAgreementStaged, CudaIpcAgreeingCallsStillRight) {
         }
         cocclCodecDestroy(codec);
         for (cudaStream_t x : st) cudaStreamDestroy(x);
+      },
+      o);
+}
+
+// A staged call captured into a CUDA graph keeps its agreement across replays: the descriptor
+// is a kernel argument of its first exchange, the agreement numbers advance in device memory on
+// every replay and on the fused calls (exact fp32 AllReduces) run eagerly between replays. 20
+// replays of int4 on 3 ranks, each bitwise the host path's result for its step.
+TEST(DeviceAgreementStaged, CudaIpcGraphReplayBesideEagerCalls) {
+  COCCL_REQUIRE_GPU();
+  if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
+  GpuRunOptions o;
+  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN},
+           {"COCCL_DEVICE_EXACT", "coccl"}};
+  runGpuRanks(
+      3,
+      [](Rank& r) {
+        CodecHandle codec("int4");
+        checkGraphReplay(r, codec.c, 20, 5);
       },
       o);
 }

@@ -55,7 +55,6 @@
 #include "collectives/cuda_ipc/residency.h"
 #include "collectives/layout.h"
 #include "collectives/p2p_header.h"
-#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
 #include "core/dtype.h"
@@ -102,9 +101,9 @@ struct CudaIpcExecutor::Impl {
   // executor's P2P kernel (null when no such codec is registered).
   std::unique_ptr<ByteMover> mover;
   std::unique_ptr<StagedCodec> staged;
-  // The staged pipeline's per-call agreement (staged/call_check.h): its pieces move through
-  // this executor's P2P kernel without the fused kernels' descriptor comparison.
-  std::unique_ptr<DeviceCallCheck> check;
+  // COCCL_STAGED_CALL_CHECK: each staged call's first exchange compares the call's descriptor
+  // with every rank's (P2PArgs::callAgree), as the fused kernels do at their start.
+  bool stagedAgree = false;
 
   explicit Impl(CommContext& c) : comm(c) {}
   ~Impl();
@@ -138,7 +137,8 @@ namespace {
 class IpcMover final : public ByteMover {
  public:
   explicit IpcMover(CudaIpcExecutor::Impl& m) : m_(m) {}
-  void exchange(const std::vector<Xfer>& group, cudaStream_t s) override;
+  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) override;
+  bool agreesInExchange() const override { return true; }
   void abort() override;
 
  private:
@@ -155,7 +155,6 @@ CudaIpcExecutor::Impl::~Impl() {
   (void)cudaSetDevice(device);
   if (side) COCCL_CUDA_WARN(cudaStreamSynchronize(side));
   staged.reset();
-  check.reset();
   for (cudaEvent_t& e : joinIn)
     if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
   if (joinOut) COCCL_CUDA_WARN(cudaEventDestroy(joinOut));
@@ -259,9 +258,7 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
       const size_t slot = static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
       m.staged = std::make_unique<StagedCodec>(p, c.rank(), slot, *m.mover, "cuda_ipc",
                                                stagedAllReduceAlgo(c.config().algo));
-      if (c.config().stagedCallCheck)
-        m.check = std::make_unique<DeviceCallCheck>(  // the region's error word: set first
-            p, c.rank(), reinterpret_cast<const uint32_t*>(m.region->local() + m.lay.offErr));
+      m.stagedAgree = c.config().stagedCallCheck;
     }
   } catch (const Error& e) {
     failure = e.what();
@@ -301,7 +298,6 @@ bool CudaIpcExecutor::supports(const CollRequest& r) const {
 
 cocclResult_t CudaIpcExecutor::asyncError() const {
   if (!impl_->host) return cocclSuccess;
-  if (impl_->check && impl_->check->error() != cocclSuccess) return impl_->check->error();
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&impl_->host->error);
   switch (e) {
     case dev::kDevOk: return cocclSuccess;
@@ -313,10 +309,6 @@ cocclResult_t CudaIpcExecutor::asyncError() const {
 
 std::string CudaIpcExecutor::asyncErrorMessage() const {
   if (!impl_->host) return "";
-  if (impl_->check && impl_->check->error() != cocclSuccess)
-    return "device path (CUDA IPC, staged codec pipeline): " + impl_->check->message() +
-           " (found before the call's exchanges; they were not held back and the codec's "
-           "decode may have written recvbuff; the communicator is broken: destroy or abort it)";
   const dev::HostState& h = *impl_->host;
   const uint32_t e = *reinterpret_cast<const volatile uint32_t*>(&h.error);
   if (e == dev::kDevTimeout)
@@ -345,8 +337,13 @@ std::string CudaIpcExecutor::asyncErrorMessage() const {
   }
   const CallDesc mine = callDescFromBytes(&h.mine);
   const CallDesc theirs = callDescFromBytes(&h.theirs);
-  return "device path (CUDA IPC): " +
-         callDescPairMismatch(mine, impl_->comm.rank(), theirs, h.errPeer) +
+  const std::string why = callDescPairMismatch(mine, impl_->comm.rank(), theirs, h.errPeer);
+  if (h.errFrom == dev::kAgreeInStagedExchange)
+    return "device path (CUDA IPC, staged codec pipeline): " + why +
+           " (found in the call's first exchange: no byte moved between ranks, but the codec's "
+           "kernels on the caller's stream were not held back and its decode may have written "
+           "recvbuff; the communicator is broken: destroy or abort it)";
+  return "device path (CUDA IPC): " + why +
          " (no data moved; the communicator is broken: destroy or abort it)";
 }
 
@@ -440,7 +437,7 @@ void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   if (r.codec && !fusedCodec(r.codec)) {
     DeviceGuard g(m.device);
-    return m.staged->run(r, stats, m.check.get());
+    return m.staged->run(r, stats, m.stagedAgree);
   }
   switch (r.coll) {
     case Coll::AllReduce: return m.allReduce(r, stats);
@@ -566,7 +563,7 @@ void CudaIpcExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& sta
   }
 }
 
-void IpcMover::exchange(const std::vector<Xfer>& group, cudaStream_t s) {
+void IpcMover::exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) {
   std::vector<dev::P2PMsg> msgs;
   msgs.reserve(group.size());
   for (const Xfer& x : group) msgs.push_back(dev::P2PMsg{x.buf, x.bytes, x.peer, x.send ? 1 : 0});
@@ -575,8 +572,13 @@ void IpcMover::exchange(const std::vector<Xfer>& group, cudaStream_t s) {
                     "staged codec pipeline: an exchange of %zu transfers does not fit the P2P "
                     "kernel (at most %d)", msgs.size(), dev::kMaxP2P);
   // No pair agreement: an extra round per exchange of every piece (the sizes follow from the
-  // pipeline's plan of the call on each rank).
+  // pipeline's plan of the call on each rank). The call's agreement, in its first exchange:
+  // one round with every rank, as a fused kernel's (agreeCall).
   a.agree = 0;
+  if (agree) {
+    a.callAgree = 1;
+    std::memcpy(&a.desc, agree, sizeof(a.desc));
+  }
   m_.launched(dev::launchP2P(m_.ctx, a, a.nblocks, s), "staged codec exchange");
 }
 

@@ -72,7 +72,13 @@ struct HostState {
   int32_t errPeer;          // the rank waited for (kDevMismatch: the rank that differs)
   int32_t errBlock;
   AgreeDesc mine, theirs;   // kDevMismatch: this rank's descriptor and errPeer's
+  uint32_t errFrom;         // kDevMismatch of a call descriptor: where it was compared (AgreeFrom)
 };
+
+// Where a call's descriptors were compared (agreeCall): the collective's own kernel, or the
+// first exchange of the staged codec pipeline (P2PArgs::callAgree), whose codec kernels run on
+// the caller's stream around the exchanges.
+enum AgreeFrom : uint32_t { kAgreeInCollective = 0, kAgreeInStagedExchange = 1 };
 
 enum DevError : uint32_t {
   kDevOk = 0,
@@ -206,11 +212,18 @@ struct P2PArgs {
   int32_t nblocks;  // always Ctx::nblocks: the two ends of a message see different groups
   uint32_t maxRounds;
   // 1: the two ends of every pair compare their pair descriptors (P2PPairWord) in one round
-  // before any data moves (user Send/Recv); 0: no agreement (the staged pipeline's exchanges).
+  // before any data moves (user Send/Recv); 0: no pair agreement (the staged pipeline's
+  // exchanges: the sizes follow from the call's plan on each rank).
   uint32_t agree;
+  // 1: before anything else, every block compares `desc` with every rank's, whatever the
+  // group (agreeCall, as a collective's kernel does): the first exchange of a staged codec
+  // pipeline call (staged_codec.h); 0: none.
+  uint32_t callAgree;
+  uint32_t pad;
   uint64_t roundBytes;           // bytes of one round (nblocks * partCap)
   uint64_t partCap;              // bytes of one part (<= sub-slot)
   uint32_t peerRounds[kMaxRanks];  // rounds with each peer: max(send rounds, recv rounds)
+  AgreeDesc desc;                  // callAgree: the call's descriptor
   P2PMsg msgs[kMaxP2P];
 };
 

@@ -182,9 +182,11 @@ __device__ __forceinline__ uint64_t* agreeSlot(const Chan& ch, int owner, uint64
          (((n & 1u) * p + static_cast<uint64_t>(writer)) * nb + static_cast<uint64_t>(ch.b)) * 16;
 }
 
-// Records a descriptor difference with `peer` (first failure of the rank wins).
+// Records a descriptor difference with `peer` (first failure of the rank wins); `from`: where a
+// call descriptor was compared (AgreeFrom).
 __device__ __forceinline__ void recordMismatch(Chan& ch, int peer, const AgreeDesc& mine,
-                                               const uint64_t* theirs) {
+                                               const uint64_t* theirs,
+                                               uint32_t from = kAgreeInCollective) {
   uint32_t* first = reinterpret_cast<uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr);
   if (atomicCAS(first, 0u, static_cast<uint32_t>(kDevMismatch)) == 0u) {
     HostState* h = ch.c.host;
@@ -194,6 +196,7 @@ __device__ __forceinline__ void recordMismatch(Chan& ch, int peer, const AgreeDe
     }
     h->errPeer = peer;
     h->errBlock = ch.b;
+    h->errFrom = from;
     __threadfence_system();
     *reinterpret_cast<volatile uint32_t*>(&h->error) = static_cast<uint32_t>(kDevMismatch);
     __threadfence_system();
@@ -202,8 +205,10 @@ __device__ __forceinline__ void recordMismatch(Chan& ch, int peer, const AgreeDe
 }
 
 // The agreement of one collective call on this channel; false when the block failed (a
-// difference, a timeout, an abort). Call right after chanBegin.
-__device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d) {
+// difference, a timeout, an abort). Call right after chanBegin. `from`: recorded with a
+// difference (AgreeFrom).
+__device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d,
+                                          uint32_t from = kAgreeInCollective) {
   __shared__ uint64_t n;
   const int p = ch.c.nranks, me = ch.c.rank;
   uint64_t* cnt = reinterpret_cast<uint64_t*>(ch.c.base[me] + ch.c.lay.offAgreeCnt) + ch.b;
@@ -236,7 +241,7 @@ __device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d) {
           w[i] = theirs[i];
           same = same && w[i] == d.w[i];
         }
-        if (!same) recordMismatch(ch, q, d, w);
+        if (!same) recordMismatch(ch, q, d, w, from);
       }
     }
     __syncthreads();

@@ -359,7 +359,8 @@ __device__ __forceinline__ bool p2pRounds(Chan& ch, const P2PArgs& a) {
 
 __device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
   __shared__ Chan ch;
-  if (chanBegin(ch, g) && (!a.agree || p2pAgree(ch, a))) {
+  if (chanBegin(ch, g) && (!a.callAgree || agreeCall(ch, a.desc, kAgreeInStagedExchange)) &&
+      (!a.agree || p2pAgree(ch, a))) {
     p2pRounds(ch, a);
   }
   chanEnd(ch);

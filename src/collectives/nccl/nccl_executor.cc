@@ -30,7 +30,7 @@ constexpr int kNcclSlotChunksMaxRanks = 8;  // ... up to this many ranks, else o
 class NcclMover final : public ByteMover {
  public:
   explicit NcclMover(NcclComm& c) : c_(c) {}
-  void exchange(const std::vector<Xfer>& group, cudaStream_t s) override {
+  void exchange(const std::vector<Xfer>& group, const CallDesc*, cudaStream_t s) override {
     c_.group([&] {
       for (const Xfer& x : group) {
         if (x.send)

@@ -74,7 +74,6 @@ void CUDART_CB releaseGraphSlot(void* p) {  // no CUDA calls in here (a user obj
 
 struct DeviceCallCheck::Impl {
   int p = 0, me = 0;
-  const volatile uint32_t* failed = nullptr;
   std::shared_ptr<SlotPool> pool = std::make_shared<SlotPool>();
   std::mutex mu;
   std::unordered_map<unsigned long long, uint64_t*> byStream;  // cudaStreamGetId -> slot
@@ -132,12 +131,10 @@ struct DeviceCallCheck::Impl {
   }
 };
 
-DeviceCallCheck::DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed)
-    : impl_(std::make_unique<Impl>()) {
+DeviceCallCheck::DeviceCallCheck(int nranks, int rank) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.p = nranks;
   m.me = rank;
-  m.failed = failed;
   m.pool->slotWords = 16 * (static_cast<size_t>(nranks) + 1);
   void* d = nullptr;
   COCCL_CUDA_CHECK(cudaMalloc(&d, 8));
@@ -181,9 +178,9 @@ void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t st
       x.push_back({mine, sizeof(CallDesc), q, true});
       x.push_back({all + 16 * q, sizeof(CallDesc), q, false});
     }
-    mover.exchange(x, stream);
+    mover.exchange(x, nullptr, stream);
   }
-  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, m.failed, stream);
+  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, stream);
 }
 
 cocclResult_t DeviceCallCheck::error() const {

@@ -1,39 +1,32 @@
-// Per-call agreement of device collectives whose own kernels do not compare descriptors
-// (collectives/call_desc.h): every call the NCCL executor runs (COCCL_NCCL_CALL_CHECK=1), and
-// the staged codec pipeline over CUDA IPC (plug-in codecs; on by default,
-// COCCL_STAGED_CALL_CHECK=0 turns it off). Before the call:
+// Per-call agreement of the device collectives over NCCL, whose kernels do not compare
+// descriptors (collectives/call_desc.h): every call the NCCL executor runs
+// (COCCL_NCCL_CALL_CHECK=1). (The staged pipeline over CUDA IPC compares its descriptors inside
+// its first exchange's P2P kernel instead: StagedCodec::run's `agree`.) Before the call:
 //   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
 //      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
 //      device scratch;
 //   2. the transport's ByteMover gathers every rank's descriptor (nranks x 128 bytes): NCCL's
-//      ncclAllGather, or one grouped exchange of the CUDA IPC P2P kernel (128 bytes to and
-//      from every peer);
+//      ncclAllGather, or one grouped exchange of 128 bytes to and from every peer;
 //   3. a one-block kernel compares all of them; on a difference it copies the nranks
 //      descriptors into mapped host memory and raises the error word (the first difference
-//      wins, later calls keep it). Where the transport has a failure word (the CUDA IPC
-//      executor's region error word, which every failure sets first: a timeout, a poisoned
-//      peer, an abort), a set word skips the comparison: the exchange may not have delivered
-//      every descriptor, and the transport's own error is the one to report.
+//      wins, later calls keep it).
 // Every rank holds the same descriptors, so every rank sees the difference and prints the same
 // message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
 // badly enough to leave the transport waiting (different counts or roots can) are told by
 // cocclCommGetAsyncError even while the call hangs; the call itself is not held back (its
-// kernels start once enqueued): NCCL's, or a plug-in codec's decode, may write recvbuff.
+// kernels start once enqueued): NCCL's kernels may write recvbuff.
 // Cost: about +20 us a call over NCCL's socket transport on one H200 (8 B: 25-29 -> 47-53 us),
-// within the run-to-run spread from 256 KiB; about +20 us a call over CUDA IPC (int4 AllReduce
-// of 2 processes on one H200: 51 -> 70 us at 1 KiB, 186 -> 210 us at 16 MiB) (perf/RESULTS.md).
-// The NCCL executor runs it on the caller's stream: calls of one stream share a scratch slot
-// (they are ordered); each stream has its own (cudaStreamGetId; kept for every stream the
-// communicator ever saw). The staged pipeline runs it on its internal stream, where all its
-// exchanges run (StagedCodec::run's `check`), so one slot serves every eager call. A call
-// captured into a CUDA graph gets a slot of its own that the graph keeps (a user object) and
-// gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16. A
-// graph must not outlive its communicator, and the executions of one captured graph (several
+// within the run-to-run spread from 256 KiB (perf/RESULTS.md).
+// It runs on the caller's stream: calls of one stream share a scratch slot (they are ordered);
+// each stream has its own (cudaStreamGetId; kept for every stream the communicator ever saw).
+// A call captured into a CUDA graph gets a slot of its own that the graph keeps (a user object)
+// and gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16.
+// A graph must not outlive its communicator, and the executions of one captured graph (several
 // execs of it, clones, child-graph copies) share its slots: one of them may run at a time, or
 // they can be reported as disagreeing.
-// Over NCCL it is off by default (COCCL_NCCL_CALL_CHECK=1 turns it on) for its cost on small
-// calls. Running the all-gather in one NCCL group with an exact call (then comparing after it)
-// was measured no faster there, and it would leave the hanging disagreements unreported.
+// Off by default (COCCL_NCCL_CALL_CHECK=1 turns it on) for its cost on small calls. Running the
+// all-gather in one NCCL group with an exact call (then comparing after it) was measured no
+// faster there, and it would leave the hanging disagreements unreported.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -52,10 +45,8 @@ class ByteMover;
 class DeviceCallCheck {
  public:
   // The mapped host state and the device word of the first difference, on the current
-  // device (scratch slots come on first use of a stream). `failed`: a device word the
-  // transport sets when it fails (null: none); the comparison is skipped while it is set.
-  // Throws Error.
-  DeviceCallCheck(int nranks, int rank, const volatile uint32_t* failed = nullptr);
+  // device (scratch slots come on first use of a stream). Throws Error.
+  DeviceCallCheck(int nranks, int rank);
   ~DeviceCallCheck();
   DeviceCallCheck(const DeviceCallCheck&) = delete;
   DeviceCallCheck& operator=(const DeviceCallCheck&) = delete;

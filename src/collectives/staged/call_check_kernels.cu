@@ -12,17 +12,10 @@ __global__ void storeDesc(DescWords d, uint64_t* dst, uint64_t* dst2) {
 // One block: each thread compares the descriptors of ranks threadIdx.x, +blockDim.x, ... with
 // this rank's; the lowest differing rank is found with a shared atomicMin.
 __global__ void compareDescs(DescWords mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                             CheckHostState* host, uint64_t* hostDescs,
-                             const volatile uint32_t* failed) {
+                             CheckHostState* host, uint64_t* hostDescs) {
   __shared__ int firstDiff;
-  __shared__ bool skip;  // one read for the whole block: every thread takes the same way
-  if (threadIdx.x == 0) {
-    firstDiff = nranks;
-    // the exchange may not have delivered every descriptor: the transport reports its failure
-    skip = failed && *failed;
-  }
+  if (threadIdx.x == 0) firstDiff = nranks;
   __syncthreads();
-  if (skip) return;
   for (int r = static_cast<int>(threadIdx.x); r < nranks; r += static_cast<int>(blockDim.x)) {
     const uint64_t* d = all + static_cast<size_t>(r) * 16;
     bool same = true;
@@ -53,9 +46,8 @@ void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStre
 }
 
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                        CheckHostState* host, uint64_t* hostDescs, const volatile uint32_t* failed,
-                        cudaStream_t s) {
-  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs, failed);
+                        CheckHostState* host, uint64_t* hostDescs, cudaStream_t s) {
+  compareDescs<<<1, 256, 0, s>>>(mine, all, nranks, devFirst, host, hostDescs);
   COCCL_CUDA_CHECK(cudaGetLastError());
 }
 

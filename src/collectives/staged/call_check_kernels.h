@@ -22,9 +22,8 @@ struct CheckHostState {
 void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStream_t s);
 // Compares all[r * 16 .. r * 16 + 16) of every rank r with `mine`. On the first difference of
 // the communicator (devFirst: a device word, 0 until then) copies all nranks x 16 words to
-// hostDescs, then sets host->error. Compares nothing while *failed (when not null) is set.
+// hostDescs, then sets host->error.
 void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
-                        CheckHostState* host, uint64_t* hostDescs, const volatile uint32_t* failed,
-                        cudaStream_t s);
+                        CheckHostState* host, uint64_t* hostDescs, cudaStream_t s);
 
 }  // namespace coccl

@@ -58,7 +58,6 @@ StagedCodec::StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& move
   for (auto& row : m.ev)
     for (cudaEvent_t& e : row) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
-  COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.checkEv, cudaEventDisableTiming));
 }
 
 StagedCodec::~StagedCodec() = default;
@@ -109,15 +108,17 @@ bool StagedCodec::supports(const CollRequest& r) const {
   return r.codec->blockElems() <= m.slotBytes && !(reduces && m.p > kernels::kMaxReduceInputs);
 }
 
-void StagedCodec::run(const CollRequest& r, CollStats& stats, DeviceCallCheck* check) {
+void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {
   Impl& m = *impl_;
-  if (check) {  // enqueued by the call's first pipeline(); never left for a later call
-    m.pendingCheck = check;
+  if (agree) {  // carried by the call's first exchange (Impl::move); never left for a later call
+    COCCL_CHECK_INTERNAL(m.mover.agreesInExchange() && !m.mover.hasAllGather(),
+                         "staged codec pipeline: this transport cannot compare call descriptors");
+    m.agreePending = true;
     m.pendingDesc = makeCallDesc(r);
   }
   struct Clear {
     Impl& m;
-    ~Clear() { m.pendingCheck = nullptr; }
+    ~Clear() { m.agreePending = false; }
   } clear{m};
   if (r.interCodec) {
     if (twoLevel(r, m.ranksPerNode, m.p)) return m.hierReduce(r, stats);

@@ -24,6 +24,8 @@
 
 namespace coccl {
 
+struct CallDesc;
+
 // One grouped exchange of raw device bytes with peers: every rank posts the matching group.
 class ByteMover {
  public:
@@ -34,8 +36,15 @@ class ByteMover {
     bool send;
   };
   virtual ~ByteMover() = default;
-  // Enqueues the whole group on `stream`; returns once it is enqueued.
-  virtual void exchange(const std::vector<Xfer>& group, cudaStream_t stream) = 0;
+  // Enqueues the whole group on `stream`; returns once it is enqueued. `agree` (null: none;
+  // only where agreesInExchange()): the call's descriptor, compared with every rank's, every
+  // rank taking part whatever the group, before any byte of the group moves; a difference is
+  // the transport's asynchronous error (cocclInvalidUsage on every rank) and the group, and
+  // every later exchange, moves nothing.
+  virtual void exchange(const std::vector<Xfer>& group, const CallDesc* agree,
+                        cudaStream_t stream) = 0;
+  // Whether exchange() compares a call descriptor (the CUDA IPC P2P kernel: agreeCall).
+  virtual bool agreesInExchange() const { return false; }
   // Whether allGather below exists: a transport whose collective all-gather is faster than its
   // point-to-point (NCCL's ring on a link-bound path runs at ~1.6x its send/recv; device-
   // performance notes) moves the gather stages with it.
@@ -64,8 +73,6 @@ enum class StagedAllReduce { Auto, TwoShot, OneShot };
 // "auto" -> Auto.
 StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
 
-class DeviceCallCheck;
-
 class StagedCodec {
  public:
   // Allocates the staging (2 sets of 3p+1 slots of slotBytes, an fp32 accumulator of
@@ -90,12 +97,13 @@ class StagedCodec {
   // the reductions; a two-level call: both codecs have device operations, and at most
   // kMaxReduceInputs ranks a node and nodes.
   bool supports(const CollRequest& r) const;
-  // `check` (null: none): the call's per-call agreement (call_check.h), enqueued first inside
-  // the pipeline's ordering (after the previous eager call, before any of this call's work) on
-  // the internal stream, where every exchange of the pipeline runs: the check's own exchange
-  // never overlaps one of another call, whatever the callers' streams, and a failure half-way
-  // joins the internal stream and aborts the mover as any other.
-  void run(const CollRequest& r, CollStats& stats, DeviceCallCheck* check = nullptr);
+  // `agree` (only over a mover that agreesInExchange()): the call's first exchange carries
+  // its descriptor (makeCallDesc(r)), compared with every rank's before any byte moves between
+  // ranks; the call's codec kernels on the caller's stream are not held back (a decode may
+  // write recvbuff from stale staging after a difference). Every call of a rank makes at least
+  // one exchange (count 0 never gets here). Without it, ranks that disagree in a way that
+  // leaves the payload sizes alike (the op, say) get different results silently.
+  void run(const CollRequest& r, CollStats& stats, bool agree = false);
 
   // Bytes of device memory it holds (staging + accumulator), for the init log.
   size_t stagingBytes() const;

@@ -40,10 +40,10 @@ void StagedCodec::Impl::hierReduce(const CollRequest& r, CollStats& stats) {
       c.deviceDecode(in, n, dt, out, ws_, s_);
     }
     void exchange(const std::vector<Xfer>& group) override {
-      if (group.empty()) return;
+      if (group.empty() && !m_.agreePending) return;
       m_.group.clear();
       for (const Xfer& x : group) m_.group.push_back({x.buf, x.bytes, x.peer, x.send});
-      m_.mover.exchange(m_.group, s_);
+      m_.move(m_.group, s_);
     }
 
    private:

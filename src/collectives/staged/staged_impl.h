@@ -15,7 +15,6 @@
 #include "codecs/codec.h"
 #include "collectives/call_desc.h"
 #include "collectives/layout.h"
-#include "collectives/staged/call_check.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -42,9 +41,8 @@ struct StagedCodec::Impl {
   // whatever stream, starts after it (the staging is the communicator's, not the stream's).
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
-  cudaEvent_t checkEv = nullptr;  // the check: the internal stream waits for the caller's
-  // The running call's per-call agreement (StagedCodec::run), enqueued by the first pipeline().
-  DeviceCallCheck* pendingCheck = nullptr;
+  // The running call's agreement (StagedCodec::run's `agree`): carried by its first exchange.
+  bool agreePending = false;
   CallDesc pendingDesc{};
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
@@ -66,7 +64,6 @@ struct StagedCodec::Impl {
       for (cudaEvent_t& e : row)
         if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
     if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
-    if (checkEv) COCCL_CUDA_WARN(cudaEventDestroy(checkEv));
     if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
@@ -80,12 +77,6 @@ struct StagedCodec::Impl {
     const bool eager = !streamCapturing(s);
     if (eager && tailSet) COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, tail, 0));
     try {
-      if (DeviceCallCheck* c = pendingCheck) {
-        pendingCheck = nullptr;
-        COCCL_CUDA_CHECK(cudaEventRecord(checkEv, s));
-        COCCL_CUDA_CHECK(cudaStreamWaitEvent(side, checkEv, 0));
-        c->check(pendingDesc, mover, side);
-      }
       body();
     } catch (...) {
       if (cudaEventRecord(ev[3][0], side) == cudaSuccess) (void)cudaStreamWaitEvent(s, ev[3][0], 0);
@@ -168,7 +159,13 @@ struct StagedCodec::Impl {
       if (const size_t b = sendBytes(j)) group.push_back({from(j), b, j, true});
       if (const size_t b = recvBytes(j)) group.push_back({slot(k, into, j), b, j, false});
     }
-    mover.exchange(group, side);
+    move(group, side);
+  }
+  // The group on stream s; the call's first one carries its agreement.
+  void move(const std::vector<ByteMover::Xfer>& g, cudaStream_t s) {
+    const bool agree = agreePending;
+    agreePending = false;
+    mover.exchange(g, agree ? &pendingDesc : nullptr, s);
   }
   // The gather of piece k (AllGather, one-shot AllReduce): every rank's payload of `bytes`
   // bytes on every rank. Rank j's payload lies at gathered(k, j): with the mover's allGather in

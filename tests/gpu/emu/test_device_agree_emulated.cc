@@ -5,7 +5,9 @@
 // that agree before it complete with the right values. The P2P kernel's pair agreement
 // (p2pAgree in kernels.cuh) likewise: a Send and its Recv that differ in size (within one round
 // too), in how a pair's bytes split into messages, or a rank's sends to itself against its
-// receives from itself. No GPU needed (label collectives).
+// receives from itself. The staged codec pipeline's first exchange of a call (P2PArgs::
+// callAgree): the call's descriptor compared with every rank's, whatever the group, beside the
+// fused kernels' agreement on the same channels. No GPU needed (label collectives).
 #include <cuda_runtime.h>  // emu/cuda_runtime.h
 #include <gtest/gtest.h>
 
@@ -332,6 +334,184 @@ TEST(EmulatedP2PAgreement, RingOnePairDiffers) {
     ASSERT_EQ(res[static_cast<size_t>(r)].error, 0u) << res[static_cast<size_t>(r)].message;
     const int from = (r + 2) % 3;
     for (uint8_t v : res[static_cast<size_t>(r)].recv[1]) ASSERT_EQ(v, from * 16);
+  }
+}
+
+// ---- the staged pipeline's exchanges (P2PArgs::callAgree) -----------------------------------
+// One step of a rank: a fused exact AllReduce (agreeCall at its start), or a staged exchange
+// (the P2P kernel, pair agreement off as IpcMover runs it) that carries the call's descriptor
+// when `agree` (the call's first exchange).
+struct Step {
+  bool fused = false;
+  Spec spec;          // the call (its descriptor); fused: also what runs
+  uint64_t seq = 0;   // the call number
+  bool agree = false;
+  std::vector<Msg> msgs;  // exchange: this rank's group
+};
+
+struct StepsResult {
+  uint32_t error = 0, from = 0;
+  std::string message;
+  std::vector<std::vector<std::vector<uint8_t>>> recv;  // per exchange step, per message
+  std::vector<std::vector<float>> out;                  // per fused step
+};
+
+CallDesc descOf(const Spec& s, uint64_t seq) {
+  CollRequest q;
+  q.coll = s.coll;
+  q.count = s.count;
+  q.dt = cocclFloat32;
+  q.op = s.op;
+  q.root = s.root;
+  q.seq = seq;
+  return makeCallDesc(q);
+}
+
+// Rank r runs steps[r] back to back, stopping at the first device error. Exchange bytes: rank *
+// 16 + step; receive buffers start as 0xCD; fused inputs rank + 1, outputs start at -7.
+std::vector<StepsResult> runSteps(World& w, const std::vector<std::vector<Step>>& steps) {
+  const int p = w.p;
+  std::vector<StepsResult> res(static_cast<size_t>(p));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < p; ++r)
+    ranks.emplace_back([&, r] {
+      EmuDevice d(w.nb);
+      const Ctx* ctx = &w.ctx[static_cast<size_t>(r)];
+      StepsResult& out = res[static_cast<size_t>(r)];
+      const auto& mine = steps[static_cast<size_t>(r)];
+      for (size_t i = 0; i < mine.size(); ++i) {
+        const Step& st = mine[i];
+        const CallDesc cd = descOf(st.spec, st.seq);
+        std::string err;
+        if (st.fused) {
+          std::vector<float> in(st.spec.count, static_cast<float>(r + 1));
+          out.out.emplace_back(st.spec.count, -7.0f);
+          ReduceArgs a = w.planner(r).reduce(dev::Coll::AllReduce, in.data(),
+                                             out.out.back().data(), st.spec.count, 4,
+                                             cocclFloat32, st.spec.op, 0, nullptr);
+          std::memcpy(&a.desc, &cd, sizeof(cd));
+          const std::function<void()> body = [&] { dev::reduceKernelBody<ExactMode>(ctx, a); };
+          err = d.launch(body, a.nblocks);
+        } else {
+          std::vector<std::vector<uint8_t>> sends(st.msgs.size());
+          out.recv.emplace_back(st.msgs.size());
+          std::vector<P2PMsg> m;
+          for (size_t k = 0; k < st.msgs.size(); ++k) {
+            const Msg& x = st.msgs[k];
+            auto& buf = x.send ? sends[k] : out.recv.back()[k];
+            buf.assign(x.bytes, x.send ? static_cast<uint8_t>(r * 16 + static_cast<int>(i)) : 0xCD);
+            m.push_back(P2PMsg{buf.data(), x.bytes, x.peer, x.send ? 1 : 0});
+          }
+          P2PArgs a;
+          EXPECT_TRUE(w.planner(r).p2p(m, &a));
+          a.agree = 0;
+          a.callAgree = st.agree ? 1 : 0;
+          std::memcpy(&a.desc, &cd, sizeof(cd));
+          const std::function<void()> body = [&] { dev::p2pKernelBody(ctx, a); };
+          err = d.launch(body, a.nblocks);
+        }
+        EXPECT_EQ(err, "") << "rank " << r;
+        const HostState& h = w.host[static_cast<size_t>(r)];
+        out.error = h.error;
+        if (h.error == static_cast<uint32_t>(kDevMismatch)) {
+          out.from = h.errFrom;
+          out.message = callDescPairMismatch(callDescFromBytes(&h.mine), r,
+                                             callDescFromBytes(&h.theirs), h.errPeer);
+        }
+        if (h.error) return;
+      }
+    });
+  for (auto& t : ranks) t.join();
+  return res;
+}
+
+// Every exchange with every peer, `bytes` each way.
+std::vector<Msg> allToAll(int p, int me, size_t bytes) {
+  std::vector<Msg> m;
+  for (int q = 0; q < p; ++q)
+    if (q != me) {
+      m.push_back({q, true, bytes});
+      m.push_back({q, false, bytes});
+    }
+  return m;
+}
+
+// Ranks whose staged calls differ only in the op (the same payload bytes: nothing else compares
+// them): the first exchange fails on every rank before any byte moves between ranks.
+TEST(EmulatedStagedAgreement, OpDiffersNothingMoves) {
+  World w(3, 2, 64 << 10);
+  std::vector<std::vector<Step>> steps(3);
+  for (int r = 0; r < 3; ++r) {
+    Step s;
+    s.spec.count = 4096;
+    s.spec.op = r == 2 ? cocclAvg : cocclSum;
+    s.agree = true;
+    s.msgs = allToAll(3, r, 3000);
+    steps[static_cast<size_t>(r)] = {s};
+  }
+  const auto res = runSteps(w, steps);
+  int mismatches = 0;
+  for (int r = 0; r < 3; ++r) {
+    const StepsResult& x = res[static_cast<size_t>(r)];
+    ASSERT_TRUE(x.error == static_cast<uint32_t>(kDevMismatch) ||
+                x.error == static_cast<uint32_t>(kDevPeerFailed))
+        << "rank " << r << ": error " << x.error;
+    for (const auto& b : x.recv.at(0))
+      for (uint8_t v : b) ASSERT_EQ(v, 0xCD) << "rank " << r << ": receive buffer written";
+    if (x.error != static_cast<uint32_t>(kDevMismatch)) continue;
+    ++mismatches;
+    EXPECT_EQ(x.from, static_cast<uint32_t>(dev::kAgreeInStagedExchange)) << "rank " << r;
+    EXPECT_NE(x.message.find("op differs"), std::string::npos) << "rank " << r << ": " << x.message;
+  }
+  EXPECT_GE(mismatches, 1) << "no rank recorded the mismatch";
+}
+
+// Staged calls that agree, between fused calls on the same channels: call 0 fused, call 1 a
+// staged call of two exchanges (the first agreeing), call 2 a staged call in which rank 2's
+// group is empty (it still takes part in the agreement), call 3 fused; 4 rounds of it (the
+// agreement slots' parity wraps). Every byte and sum arrives.
+TEST(EmulatedStagedAgreement, AgreeingCallsBesideFusedOnes) {
+  World w(3, 2, 64 << 10);
+  std::vector<std::vector<Step>> steps(3);
+  for (int r = 0; r < 3; ++r)
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t c0 = 4 * round;
+      Step f;
+      f.fused = true;
+      f.spec.count = 100 + round;
+      f.seq = c0;
+      Step x1, x2, y;
+      x1.spec.count = x2.spec.count = 5000;
+      x1.seq = x2.seq = c0 + 1;
+      x1.agree = true;
+      x1.msgs = allToAll(3, r, 2000);
+      x2.msgs = allToAll(3, r, 700);
+      y.spec.count = 77;
+      y.seq = c0 + 2;
+      y.agree = true;
+      if (r < 2) y.msgs = {{1 - r, true, 300}, {1 - r, false, 300}};
+      Step g = f;
+      g.seq = c0 + 3;
+      auto& v = steps[static_cast<size_t>(r)];
+      v.insert(v.end(), {f, x1, x2, y, g});
+    }
+  const auto res = runSteps(w, steps);
+  for (int r = 0; r < 3; ++r) {
+    const StepsResult& x = res[static_cast<size_t>(r)];
+    ASSERT_EQ(x.error, 0u) << "rank " << r << ": " << x.message;
+    ASSERT_EQ(x.out.size(), 8u);
+    for (const auto& o : x.out)
+      for (float v : o) ASSERT_EQ(v, 6.0f) << "rank " << r;
+    ASSERT_EQ(x.recv.size(), 12u);
+    for (size_t e = 0; e < x.recv.size(); ++e) {
+      const int stepOfExchange = static_cast<int>(e / 3) * 5 + 1 + static_cast<int>(e % 3);
+      const auto& msgs = steps[static_cast<size_t>(r)][static_cast<size_t>(stepOfExchange)].msgs;
+      for (size_t k = 0; k < msgs.size(); ++k) {
+        if (msgs[k].send) continue;
+        const uint8_t want = static_cast<uint8_t>(msgs[k].peer * 16 + stepOfExchange);
+        for (uint8_t v : x.recv[e][k]) ASSERT_EQ(v, want) << "rank " << r << " exchange " << e;
+      }
+    }
   }
 }
 
