@@ -267,12 +267,16 @@ __device__ __forceinline__ void chanEnd(Chan& ch) {
   char* mine = ch.c.base[me];
   if (ch.failed) {
     if (tid() < p && tid() != me) {
-      const uint64_t offs[3] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree};
+      // Every flag a peer may wait on: the data rounds' and the call agreement's (a peer in
+      // agreeCall, e.g. in a staged call's first exchange while this rank's pipeline failed
+      // before it, is released too).
+      const uint64_t offs[4] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree,
+                                ch.c.lay.offAgreeFlag};
       // A peer that poisoned us has failed or aborted and may have freed its region: skip it.
       bool gone = false;
-      for (int i = 0; i < 3; ++i) gone = gone || ipc::ldAcquireSys(flagAt(ch, me, offs[i], tid())) == kPoison;
+      for (int i = 0; i < 4; ++i) gone = gone || ipc::ldAcquireSys(flagAt(ch, me, offs[i], tid())) == kPoison;
       if (!gone)
-        for (int i = 0; i < 3; ++i) ipc::stReleaseSys(flagAt(ch, tid(), offs[i], me), kPoison);
+        for (int i = 0; i < 4; ++i) ipc::stReleaseSys(flagAt(ch, tid(), offs[i], me), kPoison);
     }
     return;
   }

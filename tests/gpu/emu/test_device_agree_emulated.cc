@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>  // emu/cuda_runtime.h
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -342,6 +343,7 @@ TEST(EmulatedP2PAgreement, RingOnePairDiffers) {
 // (the P2P kernel, pair agreement off as IpcMover runs it) that carries the call's descriptor
 // when `agree` (the call's first exchange).
 struct Step {
+  bool poison = false;  // the abort's poison kernel (this rank's pipeline failed)
   bool fused = false;
   Spec spec;          // the call (its descriptor); fused: also what runs
   uint64_t seq = 0;   // the call number
@@ -383,7 +385,11 @@ std::vector<StepsResult> runSteps(World& w, const std::vector<std::vector<Step>>
         const Step& st = mine[i];
         const CallDesc cd = descOf(st.spec, st.seq);
         std::string err;
-        if (st.fused) {
+        if (st.poison) {
+          w.host[static_cast<size_t>(r)].abort = 1u;
+          const std::function<void()> body = [&] { dev::poisonKernelBody(ctx); };
+          err = d.launch(body, w.nb);
+        } else if (st.fused) {
           std::vector<float> in(st.spec.count, static_cast<float>(r + 1));
           out.out.emplace_back(st.spec.count, -7.0f);
           ReduceArgs a = w.planner(r).reduce(dev::Coll::AllReduce, in.data(),
@@ -464,6 +470,33 @@ TEST(EmulatedStagedAgreement, OpDiffersNothingMoves) {
     EXPECT_NE(x.message.find("op differs"), std::string::npos) << "rank " << r << ": " << x.message;
   }
   EXPECT_GE(mismatches, 1) << "no rank recorded the mismatch";
+}
+
+// A rank whose staged call fails before its first exchange (a codec kernel that failed to
+// launch) aborts: the peers waiting in that exchange's agreement are released by the poisoned
+// agreement flags at once (kDevPeerFailed), not by their timeout.
+TEST(EmulatedStagedAgreement, AbortBeforeTheFirstExchangeReleasesThePeers) {
+  World w(3, 2, 64 << 10);
+  for (Ctx& c : w.ctx) c.timeoutNs = 20ull * 1000000000ull;
+  std::vector<std::vector<Step>> steps(3);
+  Step dead;
+  dead.poison = true;
+  steps[0] = {dead};
+  for (int r = 1; r < 3; ++r) {
+    Step s;
+    s.agree = true;
+    s.msgs = allToAll(3, r, 3000);
+    steps[static_cast<size_t>(r)] = {s};
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto res = runSteps(w, steps);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(res[0].error, static_cast<uint32_t>(dev::kDevAborted));
+  for (int r = 1; r < 3; ++r)
+    EXPECT_EQ(res[static_cast<size_t>(r)].error, static_cast<uint32_t>(kDevPeerFailed))
+        << "rank " << r;
+  EXPECT_LT(secs, 10.0) << "released by the timeout, not by the poison";
 }
 
 // Staged calls that agree, between fused calls on the same channels: call 0 fused, call 1 a
