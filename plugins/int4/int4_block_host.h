@@ -78,8 +78,8 @@ inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t
     const BlockPlan plain = planBlock(amax, fmax, m, kModePlain, s);
     uint32_t eu = 0, er = 0;
     for (int i = 0; i < g; ++i) {
-      eu += sqErrFixed(mulRn(x[i], plain.inv));
-      er += sqErrFixed(mulRn(y[i], plan.inv));
+      eu += sqErrFixed(x[i], plain.inv);
+      er += sqErrFixed(y[i], plan.inv);
     }
     if (!autoRotates(er, eu, plan.word, plain.word, s)) plan = plain;
   }
@@ -89,10 +89,9 @@ inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t
     return plan.word;
   }
   const float* v = plan.rotated ? y : x;
-  if (!p.stochastic) {  // the same quant() per element, pairs at a time (vectorised)
+  if (!p.stochastic) {  // rneCode per element, pairs at a time (vectorised)
     for (int k = 0; k < g / 2; ++k)
-      codes[k] = packPair(quant(mulRn(v[2 * k], plan.inv), false, 0u),
-                          quant(mulRn(v[2 * k + 1], plan.inv), false, 0u));
+      codes[k] = packPair(rneCode(v[2 * k], plan.inv), rneCode(v[2 * k + 1], plan.inv));
     return plan.word;
   }
   uint32_t bh = 0;

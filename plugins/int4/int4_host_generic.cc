@@ -19,7 +19,7 @@ bool cpuHasAvx2() {
 #if defined(COCCL_INT4_HOST_AVX2) && (defined(__x86_64__) || defined(__i386__))
   static const bool has = [] {  // once per process (thread-safe static initialisation)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
   }();
   return has;
 #else
@@ -38,7 +38,7 @@ const HostOps* selectHostOps(const char* want, char* err, size_t errLen) {
     if (err && errLen)
       snprintf(err, errLen, "int4: COCCL_INT4_HOST_ISA=avx2, but %s",
 #ifdef COCCL_INT4_HOST_AVX2
-               "this CPU has no AVX2"
+               "this CPU lacks AVX2 or FMA"
 #else
                "this build has no AVX2 variant"
 #endif

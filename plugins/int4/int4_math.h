@@ -24,16 +24,21 @@
 //         Decode: x'_i = q_i * c.
 //  c = the word as an fp32 (it moves by at most 1 ulp from cR / cU because of the flag bit).
 //  rotate=auto: both forms are quantised with rne and their squared errors compared: errU =
-//  sum_i sqErrFixed(t_i) over the plain grid values t_i = x_i * invU (an exact uint32 sum of
-//  2^-20 fixed-point terms, see sqErrFixed), errR the same over the rotated ones; the x-domain
+//  sum_i sqErrFixed(x_i, invU) (an exact uint32 sum of 2^-20 fixed-point terms, see
+//  sqErrFixed), errR the same over the rotated y_j with invR; the x-domain
 //  errors are errU cU^2 and errR cR^2 S (H_S / sqrt(S) is orthonormal), so the block rotates
 //  iff !(float(errR) * rho * rho > float(errU)) with rho = (cR * sqrt(S)) / cU (ties rotate;
 //  cR, cU as in the words, flag bits included).
 //  (Comparing the steps alone misjudges blocks with many exact zeros, e.g. ReLU outputs.)
 //
-// Quantisation of t = v * inv (v = x_i or y_j):
-//  round=rne (default): q = clamp(rne(t), -7, 7).
-//  round=stochastic: q = clamp(floor(t) + (u < t - floor(t)), -7, 7), u = (h >> 8) * 2^-24
+// Quantisation of v * inv (v = x_i or y_j):
+//  round=rne (default): q = rne(v * inv) of the exact product: one fused multiply-add,
+//  RN(v * inv + 1.5 * 2^23), rounds it to an integer (ties to even) in one step. For the
+//  non-RAW blocks that use it |v * inv| <= 7 (1 + 2^-23), so q is in [-7, 7] (rneCode).
+//  (Before 2026-12-06: rne(RN(v * inv)), two roundings; the codes differ where RN(v * inv)
+//  lands on a half-integer that v * inv is not.)
+//  round=stochastic: with t = RN(v * inv), q = clamp(floor(t) + (u < t - floor(t)), -7, 7),
+//  u = (h >> 8) * 2^-24
 //  with h = int4Hash(seed, e, blockHash): e = index of the element (or rotated coefficient)
 //  within the encode call's input (block index * G + j), blockHash = XOR over the G padded
 //  block elements of mix32(bits(x_i) ^ (j * 0x9E3779B9)). u is uniform on [0, 1) in steps of
@@ -273,12 +278,53 @@ INT4_HD BlockPlan planBlock(uint32_t amaxBits, float fmax, float m, int mode, in
   return p;
 }
 
-// The squared rne error of one grid value in fixed point (units of 2^-20, truncated; <= 2^18
-// for |t - q| <= 1/2), summed in uint32 (<= 2^29 for G = 2048): exact integer sums, so any
-// summation order (host loop, warp reduction) gives the same value.
-INT4_HD uint32_t sqErrFixed(float t) {
-  const float d = subRn(t, static_cast<float>(clampI(rneInt(t), -7, 7)));
-  return static_cast<uint32_t>(mulRn(mulRn(d, d), 1048576.0f));
+constexpr float kRneMagic = 12582912.0f;  // 1.5 * 2^23: RN(t + it) - it = rne(t), |t| < 2^22
+
+// The rne code of v * inv (the exact product) for the non-RAW blocks (|v * inv| <= 7 (1 + 2^-23):
+// no clamp needed). Device and the host's AVX2 build (-mfma): one fma with 1.5 * 2^23
+// (int4_tile.cuh uses the sum's bits directly). Generic host build: the product is exact in
+// double, and the same magic-number add in double (1.5 * 2^52) rounds it to an integer, ties to
+// even (no fma needed, vectorisable with SSE2).
+INT4_HD int32_t rneCode(float v, float inv) {
+#ifdef __CUDA_ARCH__
+  return static_cast<int32_t>(__fsub_rn(__fmaf_rn(v, inv, kRneMagic), kRneMagic));
+#elif defined(__FMA__)  // the AVX2 build (-mfma): the device's form, 8 lanes a vector
+  return static_cast<int32_t>(subRn(fmaf(v, inv, kRneMagic), kRneMagic));
+#else
+  const double p = static_cast<double>(v) * static_cast<double>(inv);
+  return static_cast<int32_t>((p + 0x1.8p52) - 0x1.8p52);
+#endif
+}
+
+// The squared rne error of one code in fixed point, summed in uint32 (<= 2^29 for G = 2048):
+// exact integer sums, so any summation order (host loop, warp reduction) gives the same value.
+// With q = rneCode(v, inv), the term is floor(d^2) for d = RN(1024 (v * inv - q)), the exact
+// difference rounded once to fp32 (|d| <= 512 + small; d^2 exact in double): the squared error
+// in units of 2^-20. Device (int4_tile.cuh): -1024 q is one exact fma from the code's sum, d one
+// fma (v, 1024 inv, -1024 q), and floor(d^2) the bits of RZ(d * d + 2^23) (an fma toward zero)
+// minus those of 2^23. Host, AVX2 build (-mfma): the device's fmas, and floor(d^2) from the
+// exact split d^2 = RN(d^2) + fma(d, d, -RN(d^2)); generic build: v * inv - q is exact in
+// double, times 1024 exact, then one rounding to fp32, and d^2 exact in double.
+INT4_HD uint32_t sqErrFixed(float v, float inv) {
+#ifdef __CUDA_ARCH__
+  const float s = __fmaf_rn(v, inv, kRneMagic);
+  const float d = __fmaf_rn(v, __fmul_rn(inv, 1024.0f), __fmaf_rn(s, -1024.0f, 1024.0f * kRneMagic));
+  return __float_as_uint(__fmaf_rz(d, d, 8388608.0f)) - 0x4B000000u;
+#elif defined(__FMA__)
+  // d as on the device; d^2 = p + e exactly (e = fma(d, d, -p)), and floor(p + e) = floor(p)
+  // but for an integer p with e < 0 (a non-integer p is at least one ulp from the integers,
+  // |e| at most half of it)
+  const float nq = mulRn(subRn(fmaf(v, inv, kRneMagic), kRneMagic), -1024.0f);
+  const float d = fmaf(v, mulRn(inv, 1024.0f), nq);
+  const float p = mulRn(d, d), e = fmaf(d, d, -p);
+  const int32_t fl = static_cast<int32_t>(p);  // floor: p >= 0
+  return static_cast<uint32_t>(fl - ((static_cast<float>(fl) == p) & (e < 0.0f)));
+#else
+  const double p = static_cast<double>(v) * static_cast<double>(inv);
+  const double q = (p + 0x1.8p52) - 0x1.8p52;
+  const double d = static_cast<double>(static_cast<float>((p - q) * 1024.0));
+  return static_cast<uint32_t>(static_cast<int32_t>(d * d));
+#endif
 }
 
 // Whether an auto-mode block rotates, from the two error sums and the two words.

@@ -176,7 +176,7 @@ extern "C" COCCL_CODEC_PLUGIN_EXPORT const cocclCodecPlugin_v1_t cocclCodecPlugi
     sizeof(cocclCodecPlugin_v1_t),
     COCCL_CODEC_ABI_V1,
     "int4",
-    1u,  // formatVersion
+    2u,  // formatVersion (2: rne of the exact product, 2026-12-06; int4_math.h)
     COCCL_CODEC_DTYPE_BIT(cocclFloat32) | COCCL_CODEC_DTYPE_BIT(cocclFloat16) |
         COCCL_CODEC_DTYPE_BIT(cocclBfloat16),
     COCCL_CODEC_OP_BIT(cocclSum) | COCCL_CODEC_OP_BIT(cocclAvg),

@@ -16,14 +16,15 @@
 // paid once per 32 elements of a lane.
 //
 // Exact fast forms (no int <-> float conversion, which runs at 1/8 of the fp32 rate):
-//  - rne of t, |t| < 2^22: s = t + 1.5 * 2^23 in fp32 (round to nearest even); the integer is
-//    s - 1.5 * 2^23 and its low 4 bits are bits(s)'s (s = 0x4B400000 + rne(t) as bits), so the
-//    code nibble is bits(s) & 0xF. For non-RAW blocks |t| <= 7 * (1 + 2^-22) (t = v * RN(7 / m),
-//    |v| <= m), so clamp(rne(t), -7, 7) = rne(t): no clamp.
-//  - sqErrFixed(t) = trunc(RN(RN(d * d) * 2^20)), d = t - rne(t) (exact): d' = 1024 d is one
-//    fma from s (exact), RN(d' * d') = 2^20 RN(d * d) wherever the truncation can be nonzero,
-//    and trunc(u) for 0 <= u < 2^23 is bits(RZ(u + 2^23)) - 0x4B000000; the sums keep the
-//    biased bits (mod 2^32) and subtract G * 0x4B000000 once.
+//  - rneCode(v, inv): s = fma(v, inv, 1.5 * 2^23) rounds the exact product to an integer
+//    (nearest even); the integer is s - 1.5 * 2^23 and its low 4 bits are bits(s)'s
+//    (s = 0x4B400000 + q as bits), so the code nibble is bits(s) & 0xF: one instruction an
+//    element. For non-RAW blocks |v * inv| <= 7 * (1 + 2^-23) (inv = RN(7 / m), |v| <= m): no
+//    clamp.
+//  - sqErrFixed(v, inv) = floor(d^2), d = RN(1024 v inv - 1024 q): -1024 q is one exact fma
+//    from s, d one fma (1024 inv precomputed, exact), and floor(d^2) for d^2 < 2^23 is
+//    bits(RZ(d * d + 2^23)) - 0x4B000000, one fma toward zero; the sums keep the biased bits
+//    (mod 2^32) and subtract G * 0x4B000000 once. Four instructions an element and form.
 //  - decode: nibble n -> bits 0x4B0000nn' (nn' = n ^ 8, one byte permute) = 2^23 + n + 8, minus
 //    (2^23 + 8) is n, exactly.
 // Compiled with --fmad=false; every operation here is one correctly rounded IEEE operation (the
@@ -41,7 +42,7 @@ namespace int4c {
 namespace tile {
 
 constexpr unsigned kFull = 0xffffffffu;
-constexpr float kMagic = 12582912.0f;         // 1.5 * 2^23
+constexpr float kMagic = kRneMagic;           // 1.5 * 2^23
 constexpr uint32_t kTruncBias = 0x4B000000u;  // bits of 2^23
 
 // The tile of a block of G elements in runs of R (16 / sizeof(T)). Wide (encode alone): 32
@@ -187,11 +188,12 @@ __device__ __forceinline__ void unpack(uint32_t w, float (&z)[R]) {
   }
 }
 
-// bits(trunc-biased 2^20 (t - rne(t))^2) from t and s = t + kMagic: sqErrFixed(t) + kTruncBias.
-__device__ __forceinline__ uint32_t sqErrBiased(float t, float s) {
-  const float nr = __fmaf_rn(s, -1024.0f, 1024.0f * kMagic);  // -1024 rne(t), exact
-  const float d = __fmaf_rn(t, 1024.0f, nr);                  // 1024 (t - rne(t)), exact
-  return __float_as_uint(__fadd_rz(__fmul_rn(d, d), 8388608.0f));
+// sqErrFixed(v, inv) + kTruncBias (int4_math.h) from v, inv1024 = 1024 inv and
+// s = fma(v, inv, kMagic).
+__device__ __forceinline__ uint32_t sqErrBiased(float v, float inv1024, float s) {
+  const float nq = __fmaf_rn(s, -1024.0f, 1024.0f * kMagic);  // -1024 q, exact
+  const float d = __fmaf_rn(v, inv1024, nq);                  // RN(1024 v inv - 1024 q)
+  return __float_as_uint(__fmaf_rz(d, d, 8388608.0f));        // 2^23 + floor(d^2)
 }
 
 // The largest |v| of the lane as bits (NaN above +-Inf); FiniteOnly: over the finite elements.
@@ -208,14 +210,14 @@ __device__ __forceinline__ uint32_t maxAbsBits(const float (&v)[J][R]) {
   return m;
 }
 
-// The rne code words of v * inv (non-RAW blocks: no clamp, see the header).
+// The rneCode words of v * inv (non-RAW blocks: no clamp, see the header).
 template <int R, int J>
 __device__ __forceinline__ void codesOf(const float (&v)[J][R], float inv, uint32_t (&q)[J]) {
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     uint32_t c[R];
 #pragma unroll
-    for (int e = 0; e < R; ++e) c[e] = fbits(addRn(mulRn(v[j][e], inv), kMagic));
+    for (int e = 0; e < R; ++e) c[e] = fbits(__fmaf_rn(v[j][e], inv, kMagic));
     q[j] = pack<R>(c);
   }
 }
@@ -258,16 +260,17 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
     // both forms' rne codes and squared errors; a block that does not rotate keeps the plain
     // codes (its plan is the plain one, or RAW / ZERO, handled below)
     const BlockPlan plain = planBlock(amax, fmax, m, kModePlain, S);
+    const float invU1024 = mulRn(plain.inv, 1024.0f), invR1024 = mulRn(plan.inv, 1024.0f);
     uint32_t eu = 0, er = 0, qu[J], qr[J];
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       uint32_t cu[R], cr[R];
 #pragma unroll
       for (int e = 0; e < R; ++e) {
-        const float tu = mulRn(x[j][e], plain.inv), su = addRn(tu, kMagic);
-        const float tr = mulRn(y[j][e], plan.inv), sr = addRn(tr, kMagic);
-        eu += sqErrBiased(tu, su);
-        er += sqErrBiased(tr, sr);
+        const float su = __fmaf_rn(x[j][e], plain.inv, kMagic);
+        const float sr = __fmaf_rn(y[j][e], plan.inv, kMagic);
+        eu += sqErrBiased(x[j][e], invU1024, su);
+        er += sqErrBiased(y[j][e], invR1024, sr);
         cu[e] = fbits(su);
         cr[e] = fbits(sr);
       }
@@ -288,7 +291,7 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
 #pragma unroll
       for (int e = 0; e < R; ++e) {
         const float v = plan.rotated ? y[j][e] : x[j][e];
-        c[e] = fbits(addRn(mulRn(v, plan.inv), kMagic));
+        c[e] = fbits(__fmaf_rn(v, plan.inv, kMagic));
       }
       q[j] = pack<R>(c);
     }
