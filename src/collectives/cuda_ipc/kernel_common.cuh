@@ -260,23 +260,27 @@ __device__ __forceinline__ void nextRound(Chan& ch, bool collective) {
 }
 
 // Writes the round numbers back (the next kernel, or graph replay, continues from them). On
-// failure, poisons every flag this channel would raise at its peers so they stop waiting.
-__device__ __forceinline__ void chanEnd(Chan& ch) {
+// failure, poisons every flag this channel would raise at its peers so they stop waiting: the
+// data rounds' flags, and with `agreement` (the abort's poison kernel: this rank will run no
+// more agreements) the call-agreement flags too, which release a peer waiting in agreeCall for
+// a call this rank never reaches (a staged call's first exchange after this rank's pipeline
+// failed before it). Other failures leave those alone: a rank that found a difference has
+// raised its own agreement flag, and its peers, comparing its descriptor, record the
+// difference themselves (a poisoned flag would give them only kDevPeerFailed).
+__device__ __forceinline__ void chanEnd(Chan& ch, bool agreement = false) {
   __syncthreads();
   const int p = ch.c.nranks, me = ch.c.rank;
   char* mine = ch.c.base[me];
   if (ch.failed) {
     if (tid() < p && tid() != me) {
-      // Every flag a peer may wait on: the data rounds' and the call agreement's (a peer in
-      // agreeCall, e.g. in a staged call's first exchange while this rank's pipeline failed
-      // before it, is released too).
       const uint64_t offs[4] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree,
                                 ch.c.lay.offAgreeFlag};
+      const int n = agreement ? 4 : 3;
       // A peer that poisoned us has failed or aborted and may have freed its region: skip it.
       bool gone = false;
-      for (int i = 0; i < 4; ++i) gone = gone || ipc::ldAcquireSys(flagAt(ch, me, offs[i], tid())) == kPoison;
+      for (int i = 0; i < 3; ++i) gone = gone || ipc::ldAcquireSys(flagAt(ch, me, offs[i], tid())) == kPoison;
       if (!gone)
-        for (int i = 0; i < 4; ++i) ipc::stReleaseSys(flagAt(ch, tid(), offs[i], me), kPoison);
+        for (int i = 0; i < n; ++i) ipc::stReleaseSys(flagAt(ch, tid(), offs[i], me), kPoison);
     }
     return;
   }

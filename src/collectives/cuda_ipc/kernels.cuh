@@ -387,7 +387,7 @@ __device__ __forceinline__ void poisonKernelBody(const Ctx* g) {
   // refuses later calls: an abort of the staged pipeline's mover leaves the communicator broken,
   // never silently idle).
   if (tid() == 0) recordFailure(ch, ipc::WaitResult::Aborted, -1);
-  chanEnd(ch);
+  chanEnd(ch, /*agreement=*/true);
 }
 
 }  // namespace dev

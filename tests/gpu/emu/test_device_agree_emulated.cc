@@ -52,6 +52,18 @@ struct Result {
   std::string message;  // callDescPairMismatch of the recorded descriptors
 };
 
+// The descriptor of call number `seq` of spec s (exact float32).
+CallDesc descOf(const Spec& s, uint64_t seq) {
+  CollRequest q;
+  q.coll = s.coll;
+  q.count = s.count;
+  q.dt = cocclFloat32;
+  q.op = s.op;
+  q.root = s.root;
+  q.seq = seq;
+  return makeCallDesc(q);
+}
+
 // Rank r runs calls[r][0..] back to back (exact float32, inputs rank + 1), stopping at the
 // first device error.
 std::vector<Result> runCalls(World& w, const std::vector<std::vector<Spec>>& calls) {
@@ -68,14 +80,7 @@ std::vector<Result> runCalls(World& w, const std::vector<std::vector<Spec>>& cal
         const Spec& s = calls[static_cast<size_t>(r)][i];
         std::vector<float> in(s.count, static_cast<float>(r + 1));
         out.out.emplace_back(s.count, -7.0f);
-        CollRequest q;
-        q.coll = s.coll;
-        q.count = s.count;
-        q.dt = cocclFloat32;
-        q.op = s.op;
-        q.root = s.root;
-        q.seq = i;
-        const CallDesc cd = makeCallDesc(q);
+        const CallDesc cd = descOf(s, i);
         std::string err;
         if (s.coll == coccl::Coll::Broadcast) {
           GatherArgs a =
@@ -357,17 +362,6 @@ struct StepsResult {
   std::vector<std::vector<std::vector<uint8_t>>> recv;  // per exchange step, per message
   std::vector<std::vector<float>> out;                  // per fused step
 };
-
-CallDesc descOf(const Spec& s, uint64_t seq) {
-  CollRequest q;
-  q.coll = s.coll;
-  q.count = s.count;
-  q.dt = cocclFloat32;
-  q.op = s.op;
-  q.root = s.root;
-  q.seq = seq;
-  return makeCallDesc(q);
-}
 
 // Rank r runs steps[r] back to back, stopping at the first device error. Exchange bytes: rank *
 // 16 + step; receive buffers start as 0xCD; fused inputs rank + 1, outputs start at -7.
