@@ -18,7 +18,9 @@
 //     the descriptor into every peer's region and raises a flag, waits for every peer's, and
 //     compares the 128 bytes before any data moves; a difference is the asynchronous error
 //     kDevMismatch (cocclInvalidUsage from cocclCommGetAsyncError on every rank, the message of
-//     callDescPairMismatch on the next call); the communicator is then broken.
+//     callDescPairMismatch on the next call); the communicator is then broken. The staged
+//     codec pipeline's first exchange posts its descriptor at its start and compares at its
+//     end (agreePost / agreeCheck): its pieces only reach staging buffers meanwhile.
 //   The `hash` (FNV-1a of every field before it) is there for transports that can only
 //   compare 8 bytes cheaply.
 //

@@ -340,9 +340,9 @@ std::string CudaIpcExecutor::asyncErrorMessage() const {
   const std::string why = callDescPairMismatch(mine, impl_->comm.rank(), theirs, h.errPeer);
   if (h.errFrom == dev::kAgreeInStagedExchange)
     return "device path (CUDA IPC, staged codec pipeline): " + why +
-           " (found in the call's first exchange: no byte moved between ranks, but the codec's "
-           "kernels on the caller's stream were not held back and its decode may have written "
-           "recvbuff; the communicator is broken: destroy or abort it)";
+           " (found in the call's first exchange, whose pieces went to staging buffers only; the "
+           "codec's kernels on the caller's stream were not held back and its decode may have "
+           "written recvbuff; the communicator is broken: destroy or abort it)";
   return "device path (CUDA IPC): " + why +
          " (no data moved; the communicator is broken: destroy or abort it)";
 }
@@ -573,7 +573,8 @@ void IpcMover::exchange(const std::vector<Xfer>& group, const CallDesc* agree, c
                     "kernel (at most %d)", msgs.size(), dev::kMaxP2P);
   // No pair agreement: an extra round per exchange of every piece (the sizes follow from the
   // pipeline's plan of the call on each rank). The call's agreement, in its first exchange:
-  // one round with every rank, as a fused kernel's (agreeCall).
+  // descriptors posted at its start and compared at its end (agreePost / agreeCheck), no round
+  // of its own.
   a.agree = 0;
   if (agree) {
     a.callAgree = 1;

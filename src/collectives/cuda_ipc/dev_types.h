@@ -215,9 +215,9 @@ struct P2PArgs {
   // before any data moves (user Send/Recv); 0: no pair agreement (the staged pipeline's
   // exchanges: the sizes follow from the call's plan on each rank).
   uint32_t agree;
-  // 1: before anything else, every block compares `desc` with every rank's, whatever the
-  // group (agreeCall, as a collective's kernel does): the first exchange of a staged codec
-  // pipeline call (staged_codec.h); 0: none.
+  // 1: every block compares `desc` with every rank's, whatever the group: posted before the
+  // rounds, compared after them (agreePost / agreeCheck in kernel_common.cuh); the first
+  // exchange of a staged codec pipeline call (staged_codec.h); 0: none.
   uint32_t callAgree;
   uint32_t pad;
   uint64_t roundBytes;           // bytes of one round (nblocks * partCap)

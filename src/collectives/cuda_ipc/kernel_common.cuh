@@ -19,8 +19,14 @@ struct Chan {
   Ctx c;                    // copy of the communicator context
   uint64_t seq[kMaxRanks];  // current round with each peer (pair-wise numbering)
   uint64_t cseq;            // current collective round (outbox parity)
+  uint64_t agreeN;          // this call's agreement number on the channel (agreePost)
   int failed;               // uniform after each __syncthreads
   int b;                    // block index = channel
+  // deferFail: a wait's failure is kept here (pendCode, pendPeer) instead of being published,
+  // so that a call-descriptor difference found after it (agreeCheck) is what the host reports.
+  int deferFail;
+  uint32_t pendCode;
+  int pendPeer;
 };
 
 __device__ __forceinline__ int tid() { return static_cast<int>(threadIdx.x); }
@@ -50,10 +56,8 @@ __device__ __forceinline__ uint8_t* outboxAt(const Chan& ch, int owner) {
 
 // Records a failure (first one wins in the host-visible state) and marks the block failed.
 // peer -1: no peer (the abort's poison kernel).
-__device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int peer) {
-  uint32_t code = r == ipc::WaitResult::Timeout    ? kDevTimeout
-                  : r == ipc::WaitResult::Aborted  ? kDevAborted
-                                                   : kDevPeerFailed;
+// With ch.deferFail the failure is only kept in the channel (publishDeferred publishes it).
+__device__ __forceinline__ void publishFailure(Chan& ch, uint32_t code, int peer) {
   uint32_t* first = reinterpret_cast<uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr);
   if (atomicCAS(first, 0u, code) == 0u) {
     HostState* h = ch.c.host;
@@ -64,6 +68,29 @@ __device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int p
     __threadfence_system();
   }
   atomicExch(&ch.failed, 1);  // several lanes may fail at once
+}
+
+__device__ __forceinline__ void recordFailure(Chan& ch, ipc::WaitResult r, int peer) {
+  const uint32_t code = r == ipc::WaitResult::Timeout   ? kDevTimeout
+                        : r == ipc::WaitResult::Aborted ? kDevAborted
+                                                        : kDevPeerFailed;
+  if (ch.deferFail) {
+    if (atomicCAS(&ch.pendCode, 0u, code) == 0u) ch.pendPeer = peer;
+    atomicExch(&ch.failed, 1);
+    return;
+  }
+  publishFailure(ch, code, peer);
+}
+
+// Ends a deferral: publishes the failure kept since it began, if any (after a descriptor
+// difference recorded meanwhile, which then stays the rank's first failure).
+__device__ __forceinline__ void publishDeferred(Chan& ch) {
+  __syncthreads();
+  if (tid() == 0) {
+    ch.deferFail = 0;
+    if (ch.pendCode) publishFailure(ch, ch.pendCode, ch.pendPeer);
+  }
+  __syncthreads();
 }
 
 // Waits for the flag of `peer` in this rank's memory to reach `seq - delta` (no wait when
@@ -147,6 +174,9 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
   }
   if (tid() == 0) {
     ch.failed = 0;
+    ch.deferFail = 0;
+    ch.pendCode = 0;
+    ch.pendPeer = -1;
     ch.b = static_cast<int>(blockIdx.x);
   }
   __syncthreads();
@@ -173,9 +203,17 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
 // touches no data. Every rank holds every peer's descriptor, so every rank fails. A channel
 // that the other side does not run (the number of blocks follows the count) is released by the
 // error word that this rank's block 0 (channel 0 runs in every call) raised.
+// The staged codec pipeline's first exchange splits the two halves (agreePost at its start,
+// agreeCheck at its end, p2pKernelBody): its data rounds move encoded pieces between staging
+// buffers only, so they need not wait for the comparison, and the agreement costs no round trip
+// of its own. A difference in the count can make the ranks' numbers of rounds differ: the rank
+// that finishes first finds the difference, fails and poisons its peers' data flags; a peer
+// that sees the poison (its failure deferred, Chan::deferFail) compares the descriptor that rank
+// posted at its start and reports the difference too.
 // Slot reuse: the writer of use n+2 of a channel (same parity as n) has waited, in use n+1, for
 // the reader's flag of use n+1, which the reader raised after its kernel of use n (and its read
-// of that slot) had ended: calls on a communicator are stream-ordered.
+// of that slot, at that kernel's start or end) had ended: calls on a communicator are
+// stream-ordered.
 __device__ __forceinline__ uint64_t* agreeSlot(const Chan& ch, int owner, uint64_t n, int writer) {
   const uint64_t p = static_cast<uint64_t>(ch.c.nranks), nb = static_cast<uint64_t>(ch.c.nblocks);
   return reinterpret_cast<uint64_t*>(ch.c.base[owner] + ch.c.lay.offAgree) +
@@ -204,51 +242,111 @@ __device__ __forceinline__ void recordMismatch(Chan& ch, int peer, const AgreeDe
   atomicExch(&ch.failed, 1);
 }
 
-// The agreement of one collective call on this channel; false when the block failed (a
-// difference, a timeout, an abort). Call right after chanBegin. `from`: recorded with a
-// difference (AgreeFrom).
-__device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d,
-                                          uint32_t from = kAgreeInCollective) {
-  __shared__ uint64_t n;
+// The first half of a call's agreement on this channel: the descriptor into every peer's slot
+// (16 words each), then one lane per peer raises that peer's flag. No wait. Also run by a
+// channel that failed in chanBegin (another channel of this rank failed, maybe on this very
+// call's descriptors): its peers' deferred checks need the descriptor; a peer that poisoned
+// this rank (it failed or aborted, and may have freed its region) is skipped.
+__device__ __forceinline__ void agreePost(Chan& ch, const AgreeDesc& d) {
+  __shared__ uint32_t gone;  // bit q: skip peer q
   const int p = ch.c.nranks, me = ch.c.rank;
-  uint64_t* cnt = reinterpret_cast<uint64_t*>(ch.c.base[me] + ch.c.lay.offAgreeCnt) + ch.b;
-  if (tid() == 0) n = *cnt + 1;
+  if (tid() == 0) {
+    ch.agreeN = reinterpret_cast<const uint64_t*>(ch.c.base[me] + ch.c.lay.offAgreeCnt)[ch.b] + 1;
+    gone = 0;
+  }
+  __syncthreads();
+  if (ch.failed && tid() < p && tid() != me) {
+    const uint64_t offs[3] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree};
+    for (uint64_t off : offs)
+      if (ipc::ldAcquireSys(flagAt(ch, me, off, tid())) == kPoison) atomicOr(&gone, 1u << tid());
+  }
   __syncthreads();
   if (p > 1) {
-    // The descriptor into every peer's slot (16 words each), then one lane per peer raises it.
     for (int i = tid(); i < (p - 1) * 16; i += static_cast<int>(blockDim.x)) {
       const int q = (me + 1 + i / 16) % p;
-      agreeSlot(ch, q, n, me)[i % 16] = d.w[i % 16];
+      if (!(gone >> q & 1u)) agreeSlot(ch, q, ch.agreeN, me)[i % 16] = d.w[i % 16];
     }
     __syncthreads();
     if (tid() < p - 1) {
       const int q = (me + 1 + tid()) % p;
-      ipc::stReleaseSys(flagAt(ch, q, ch.c.lay.offAgreeFlag, me), n);
+      if (!(gone >> q & 1u)) ipc::stReleaseSys(flagAt(ch, q, ch.c.lay.offAgreeFlag, me), ch.agreeN);
     }
-    __syncthreads();
-    if (tid() < p - 1) {
-      const int q = (me + 1 + tid()) % p;
-      const ipc::WaitResult r = ipc::waitAtLeast(
-          flagAt(ch, me, ch.c.lay.offAgreeFlag, q), n, ch.c.timeoutNs, &ch.c.host->abort,
-          reinterpret_cast<const uint32_t*>(ch.c.base[me] + ch.c.lay.offErr), kPoison);
-      if (r != ipc::WaitResult::Ok) {
-        recordFailure(ch, r, q);
-      } else {
-        const volatile uint64_t* theirs = agreeSlot(ch, me, n, q);
-        uint64_t w[16];
-        bool same = true;
-        for (int i = 0; i < 16; ++i) {
-          w[i] = theirs[i];
-          same = same && w[i] == d.w[i];
-        }
-        if (!same) recordMismatch(ch, q, d, w, from);
-      }
-    }
-    __syncthreads();
   }
-  if (tid() == 0 && !ch.failed) *cnt = n;
+  __syncthreads();
+}
+
+// After a failed data round: waits for peer q's descriptor of use n on this channel; false
+// when q's channel gave up first (it poisoned one of this rank's data flags: q failed before
+// its agreePost, or is gone), on an abort, or at the timeout. A channel of q that failed only
+// because another of q's channels did (its error word) posted its descriptor at its start.
+__device__ __forceinline__ bool peerPosted(Chan& ch, int q, uint64_t n) {
+  const uint64_t* flag = flagAt(ch, ch.c.rank, ch.c.lay.offAgreeFlag, q);
+  const uint64_t t0 = ipc::globalTimerNs();
+  unsigned ns = 32;
+  for (unsigned polls = 0;; ++polls) {
+    const uint64_t v = ipc::ldAcquireSys(flag);
+    if (v >= n) return v != kPoison;
+    const uint64_t offs[3] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree};
+    for (uint64_t off : offs)
+      if (ipc::ldAcquireSys(flagAt(ch, ch.c.rank, off, q)) == kPoison) {
+        const uint64_t w = ipc::ldAcquireSys(flag);  // posted before it poisoned?
+        return w >= n && w != kPoison;
+      }
+    if ((polls & 63u) == 63u &&
+        (ch.c.host->abort || ipc::globalTimerNs() - t0 > ch.c.timeoutNs))
+      return false;
+    ipc::backoff(ns);
+  }
+}
+
+// The second half: compares every peer's descriptor with `d`; false when the block failed (a
+// difference, a timeout, an abort). `patient`: waits for each peer's flag up to the timeout;
+// otherwise (after a failed wait of the data rounds, the failure deferred) waits only while the
+// peer's channel may still post it (peerPosted), so that a peer that stopped because the
+// descriptors differ, or whose other channel did, is reported as the difference rather than
+// as a failed peer. `from`: recorded with a difference (AgreeFrom).
+__device__ __forceinline__ bool agreeCheck(Chan& ch, const AgreeDesc& d, uint32_t from,
+                                           bool patient) {
+  const int p = ch.c.nranks, me = ch.c.rank;
+  const uint64_t n = ch.agreeN;
+  __syncthreads();
+  if (p > 1 && tid() < p - 1) {
+    const int q = (me + 1 + tid()) % p;
+    uint64_t* flag = flagAt(ch, me, ch.c.lay.offAgreeFlag, q);
+    bool there;
+    if (patient) {
+      const ipc::WaitResult r = ipc::waitAtLeast(
+          flag, n, ch.c.timeoutNs, &ch.c.host->abort,
+          reinterpret_cast<const uint32_t*>(ch.c.base[me] + ch.c.lay.offErr), kPoison);
+      there = r == ipc::WaitResult::Ok;
+      if (!there) recordFailure(ch, r, q);
+    } else {
+      there = peerPosted(ch, q, n);
+    }
+    if (there) {
+      const volatile uint64_t* theirs = agreeSlot(ch, me, n, q);
+      uint64_t w[16];
+      bool same = true;
+      for (int i = 0; i < 16; ++i) {
+        w[i] = theirs[i];
+        same = same && w[i] == d.w[i];
+      }
+      if (!same) recordMismatch(ch, q, d, w, from);
+    }
+  }
+  __syncthreads();
+  if (tid() == 0 && !ch.failed)
+    reinterpret_cast<uint64_t*>(ch.c.base[me] + ch.c.lay.offAgreeCnt)[ch.b] = n;
   __syncthreads();
   return !ch.failed;
+}
+
+// The agreement of one collective call on this channel before any of its data moves (the
+// fused kernels); false when the block failed. Call right after chanBegin.
+__device__ __forceinline__ bool agreeCall(Chan& ch, const AgreeDesc& d,
+                                          uint32_t from = kAgreeInCollective) {
+  agreePost(ch, d);
+  return agreeCheck(ch, d, from, /*patient=*/true);
 }
 
 // Next round with every peer and, for collectives, the next collective round.

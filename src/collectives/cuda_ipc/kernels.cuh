@@ -359,9 +359,22 @@ __device__ __forceinline__ bool p2pRounds(Chan& ch, const P2PArgs& a) {
 
 __device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
   __shared__ Chan ch;
-  if (chanBegin(ch, g) && (!a.callAgree || agreeCall(ch, a.desc, kAgreeInStagedExchange)) &&
-      (!a.agree || p2pAgree(ch, a))) {
-    p2pRounds(ch, a);
+  const bool began = chanBegin(ch, g);
+  // The call's agreement around the first exchange of a staged pipeline (kernel_common.cuh,
+  // above agreeSlot): posted even by a channel that did not begin, compared after the rounds,
+  // whose failures wait for the comparison.
+  if (a.callAgree) agreePost(ch, a.desc);
+  if (began) {
+    if (a.callAgree) {
+      if (tid() == 0) ch.deferFail = 1;
+      __syncthreads();
+    }
+    const bool moved = (!a.agree || p2pAgree(ch, a)) && p2pRounds(ch, a);
+    if (a.callAgree) {
+      if (moved) publishDeferred(ch);  // nothing pending: the check may wait and fail itself
+      agreeCheck(ch, a.desc, kAgreeInStagedExchange, /*patient=*/moved);
+      publishDeferred(ch);
+    }
   }
   chanEnd(ch);
 }

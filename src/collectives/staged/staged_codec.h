@@ -38,12 +38,12 @@ class ByteMover {
   virtual ~ByteMover() = default;
   // Enqueues the whole group on `stream`; returns once it is enqueued. `agree` (null: none;
   // only where agreesInExchange()): the call's descriptor, compared with every rank's, every
-  // rank taking part whatever the group, before any byte of the group moves; a difference is
-  // the transport's asynchronous error (cocclInvalidUsage on every rank) and the group, and
-  // every later exchange, moves nothing.
+  // rank taking part whatever the group, before any byte of the group leaves the transport's
+  // staging; a difference is the transport's asynchronous error (cocclInvalidUsage on every
+  // rank) and every later exchange moves nothing.
   virtual void exchange(const std::vector<Xfer>& group, const CallDesc* agree,
                         cudaStream_t stream) = 0;
-  // Whether exchange() compares a call descriptor (the CUDA IPC P2P kernel: agreeCall).
+  // Whether exchange() compares a call descriptor (the CUDA IPC P2P kernel: agreePost / agreeCheck).
   virtual bool agreesInExchange() const { return false; }
   // Whether allGather below exists: a transport whose collective all-gather is faster than its
   // point-to-point (NCCL's ring on a link-bound path runs at ~1.6x its send/recv; device-

@@ -135,3 +135,4 @@ inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned val) {
   return cmp;
 }
 inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
