@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -79,6 +80,25 @@ bool parseInt(const std::string& text, int64_t* out) {
   return true;
 }
 
+// A bad COCCL_* value: a WARN like any other (the log, cocclGetLastError) and, where the log
+// would not show it (COCCL_DEBUG unset or below WARN, or a subsystem list that selects
+// nothing), on stderr anyway: a typo accepted without a word is how a user runs for days on a
+// default they did not choose. COCCL_DEBUG=NONE asks for silence and gets it.
+void envWarn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void envWarn(const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  COCCL_WARN("%s", msg);
+  if (logEnabled(LogLevel::Warn, kLogAll)) return;
+  LogLevel level = LogLevel::Warn;
+  const char* dbg = std::getenv("COCCL_DEBUG");
+  if (dbg && *dbg && parseLogLevel(dbg, &level) && level == LogLevel::None) return;
+  std::fprintf(stderr, "COCCL WARN %s\n", msg);
+}
+
 Env g_env;
 std::vector<char> g_set;  // per row: set (non-empty) when read
 std::once_flag g_once;
@@ -97,34 +117,23 @@ void readRow(const EnvRow& r) {
       str = parsedStr;
       num = parsedNum;
     } else if (r.kind == EnvRow::Int && parsedNum != INT64_MIN) {  // clampLow, below min
-      COCCL_WARN("%s=%s: expected %s; using %lld", r.name, v, accepted.c_str(),
-                 static_cast<long long>(r.minInt));
+      envWarn("%s=%s: expected %s; using %lld", r.name, v, accepted.c_str(),
+              static_cast<long long>(r.minInt));
       num = r.minInt;
     } else {
       const std::string def = r.kind == EnvRow::Int ? std::to_string(r.defaultInt)
                               : *r.defaultText      ? std::string(r.defaultText)
                                                     : std::string("unset");
-      COCCL_WARN("%s=%s: expected %s; using the default (%s)", r.name, v, accepted.c_str(),
-                 def.c_str());
-      // Logging is silent while COCCL_DEBUG itself is unusable: say so on stderr once.
-      if (r.kind == EnvRow::String && r.str == &Env::debug)
-        std::fprintf(stderr, "COCCL WARN %s=%s: expected %s; logging stays off\n", r.name, v,
-                     accepted.c_str());
+      envWarn("%s=%s: expected %s; using the default (%s)%s", r.name, v, accepted.c_str(),
+              def.c_str(),
+              r.kind == EnvRow::String && r.str == &Env::debug ? "; logging stays off" : "");
     }
   }
   if (set && r.kind == EnvRow::String && r.str == &Env::debugSubsys) {
     const std::string bad = unknownLogSubsys(v);
     if (!bad.empty()) {
-      COCCL_WARN("%s=%s: no subsystem %s (known: INIT, COLL, CODEC, NET, BOOTSTRAP, TRANSPORT, "
-                 "ENV, ALLOC, CUDA, ALL); ignored", r.name, v, bad.c_str());
-      // A list of unknown names only selects nothing, so the warning itself is not logged:
-      // say on stderr (once) that logging stays off.
-      LogLevel level = LogLevel::None;
-      const char* dbg = std::getenv("COCCL_DEBUG");
-      if (dbg && parseLogLevel(dbg, &level) && level >= LogLevel::Warn &&
-          !logEnabled(LogLevel::Warn, kLogAll))
-        std::fprintf(stderr, "COCCL WARN %s=%s: no subsystem %s; logging stays off\n", r.name, v,
-                     bad.c_str());
+      envWarn("%s=%s: no subsystem %s (known: INIT, COLL, CODEC, NET, BOOTSTRAP, TRANSPORT, "
+              "ENV, ALLOC, CUDA, ALL); ignored", r.name, v, bad.c_str());
     }
   }
   if (r.kind == EnvRow::String)

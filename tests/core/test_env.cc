@@ -152,6 +152,42 @@ TEST(EnvRows, UnknownDebugSubsystemsWarn) {
   }
 }
 
+// A bad value is said on stderr even with logging off (COCCL_DEBUG unset): it used to reach
+// only the log, which is off by default, so `COCCL_RING_MIN_RANKS=0` was accepted without a
+// word. COCCL_DEBUG=NONE silences it; COCCL_DEBUG=LOUD (itself bad) is said too.
+std::string stderrOfEnvRead(const char* name, const char* value) {
+  testing::internal::CaptureStderr();
+  {
+    ScopedEnv s(name, value);
+    (void)env();
+  }
+  return testing::internal::GetCapturedStderr();
+}
+
+TEST(EnvRows, BadValuesAreSaidOnStderrWithLoggingOff) {
+  if (logEnabled(LogLevel::Warn, kLogAll)) GTEST_SKIP() << "run with COCCL_DEBUG at WARN or more";
+  if (const char* d = std::getenv("COCCL_DEBUG"); d && *d) GTEST_SKIP() << "COCCL_DEBUG is set";
+  std::string err = stderrOfEnvRead("COCCL_RING_MIN_RANKS", "0");
+  EXPECT_NE(err.find("COCCL WARN COCCL_RING_MIN_RANKS=0: expected 1..2147483647; using the "
+                     "default (16)"),
+            std::string::npos)
+      << err;
+  err = stderrOfEnvRead("COCCL_DEBUG", "LOUD");
+  EXPECT_NE(err.find("COCCL WARN COCCL_DEBUG=LOUD: expected"), std::string::npos) << err;
+  EXPECT_NE(err.find("logging stays off"), std::string::npos) << err;
+  err = stderrOfEnvRead("COCCL_DEBUG_SUBSYS", "INIT,FOO");
+  EXPECT_NE(err.find("COCCL WARN COCCL_DEBUG_SUBSYS=INIT,FOO: no subsystem FOO"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(stderrOfEnvRead("COCCL_RING_MIN_RANKS", "8"), "");  // a good value: nothing
+  {
+    test::ScopedEnv quiet("COCCL_DEBUG", "NONE");
+    EXPECT_EQ(stderrOfEnvRead("COCCL_RING_MIN_RANKS", "0"), "");
+    EXPECT_NE(warning().find("COCCL_RING_MIN_RANKS=0"), std::string::npos)  // still recorded
+        << warning();
+  }
+}
+
 // Logging parses COCCL_DEBUG itself (before env()): it accepts exactly the row's choices.
 TEST(EnvRows, LogLevelsAreTheDebugRowsChoices) {
   const EnvRow& r = *findEnvRow("COCCL_DEBUG");
