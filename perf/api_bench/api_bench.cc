@@ -3,6 +3,10 @@
 //   BM_GroupOverComms/K      one cocclGroupStart/End with an AllReduce on each of K
 //                            communicators driven by this thread (they run concurrently: the
 //                            caller's thread and K-1 others)
+//   BM_CommCount/threads:T   cocclCommCount on T threads at once, each on its own
+//                            communicator: the cost of the live-handle registry's check
+//                            (src/api/handles.cc: one process-wide mutex, taken on entry and
+//                            exit of every call) and how it holds up when threads contend
 // Public API only (coccl.h), so the binary also runs against an older libcoccl.so.
 #include <benchmark/benchmark.h>
 
@@ -53,6 +57,24 @@ void BM_GroupOverComms(benchmark::State& st) {
   for (cocclComm_t c : comms) cocclCommDestroy(c);
 }
 BENCHMARK(BM_GroupOverComms)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime();
+
+std::vector<cocclComm_t> g_countComms;
+
+void BM_CommCount(benchmark::State& st) {
+  if (st.thread_index() == 0)
+    for (int i = 0; i < st.threads(); ++i) g_countComms.push_back(singleRankComm());
+  int n = 0;
+  for (auto _ : st) {  // every thread starts here after thread 0's set-up
+    if (cocclCommCount(g_countComms[static_cast<size_t>(st.thread_index())], &n) != cocclSuccess)
+      st.SkipWithError("cocclCommCount failed");
+    benchmark::DoNotOptimize(n);
+  }
+  if (st.thread_index() == 0) {  // every thread has left the loop
+    for (cocclComm_t c : g_countComms) cocclCommDestroy(c);
+    g_countComms.clear();
+  }
+}
+BENCHMARK(BM_CommCount)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 }  // namespace
 

@@ -43,8 +43,8 @@ CodecPolicy::CodecPolicy(const PolicyConfig& cfg, const PolicyFile* file, const 
   PolicyEntry rs = pick(cfg.codecReduceScatter, Coll::ReduceScatter);
   // A two-level default applies to the reductions; AllGather then takes its intra codec.
   PolicyEntry ag;
-  if (cfg.codecAllGather.empty() &&
-      codec_detail::parseSpec(cfg.codec.empty() ? "none" : cfg.codec).name == "hier")
+  if (cfg.codecAllGather.empty() && !specMeansNone(cfg.codec) &&
+      codec_detail::parseSpec(cfg.codec).name == "hier")
     ag.codec = rs.codec ? rs.codec : ar.codec;
   else
     ag = pick(cfg.codecAllGather, Coll::AllGather);

@@ -5,10 +5,13 @@
 
 namespace coccl {
 
+bool specMeansNone(const std::string& spec) {
+  return spec.find_first_not_of(" \t") == std::string::npos || spec == "none";
+}
+
 PolicyEntry parsePolicyEntry(const std::string& spec, Coll kind) {
   PolicyEntry e;
-  // "", blanks only, or "none": uncompressed (COCCL_CODEC="   " means what "" means).
-  if (spec.find_first_not_of(" \t") == std::string::npos || spec == "none") return e;
+  if (specMeansNone(spec)) return e;
   const codec_detail::ParsedSpec p = codec_detail::parseSpec(spec);
   if (p.name != "hier") {
     e.codec = makeCodec(spec);

@@ -26,4 +26,8 @@ struct PolicyEntry {
 // of SUM and AVG whose payload size is the same for every input type).
 PolicyEntry parsePolicyEntry(const std::string& spec, Coll kind);
 
+// Whether `spec` asks for no codec: "", blanks only (COCCL_CODEC="   " means what "" means) or
+// "none".
+bool specMeansNone(const std::string& spec);
+
 }  // namespace coccl

@@ -186,11 +186,18 @@ bool parseEnvValue(const EnvRow& row, const std::string& text, std::string* str,
   return true;
 }
 
+std::string envAcceptedText(const EnvRow& r) {
+  if (r.kind == EnvRow::Int) return rangeText(r);
+  return *r.choices ? choiceList(r.choices) : "text (checked where used)";
+}
+
 std::string envMarkdownTable() {
-  std::string t = "| variable | default | meaning |\n|---|---|---|\n";
+  std::string t = "| variable | default | accepted (else: a warning, and the default) | meaning |\n"
+                  "|---|---|---|---|\n";
   for (const EnvRow& r : kEnvRows) {
     std::string def = *r.docDefault ? r.docDefault : r.defaultText;
-    t += "| `" + std::string(r.name) + "` | " + def + " | " + r.doc + " |\n";
+    t += "| `" + std::string(r.name) + "` | " + def + " | " + envAcceptedText(r) + " | " + r.doc +
+         " |\n";
   }
   return t;
 }

@@ -83,6 +83,9 @@ bool parseEnvValue(const EnvRow& row, const std::string& text, std::string* str,
 bool envChoice(const EnvRow& row, const std::string& value, std::string* canonical);
 
 // README's "Environment" table (Markdown, one line per row, header included).
+// What a row accepts, as its warnings say it: "1..1000000000000", "an integer >= 0",
+// "auto, two-shot, direct, ring or one-shot", or "text (checked where used)" (a free string).
+std::string envAcceptedText(const EnvRow& row);
 std::string envMarkdownTable();
 
 // The process-wide values (read at first call).

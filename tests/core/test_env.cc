@@ -205,10 +205,17 @@ TEST(EnvRows, LogLevelsAreTheDebugRowsChoices) {
 
 TEST(EnvRows, MarkdownTableHasEveryRow) {
   const std::string t = envMarkdownTable();
-  EXPECT_EQ(t.rfind("| variable | default | meaning |\n|---|---|---|\n", 0), 0u);
+  EXPECT_EQ(t.rfind("| variable | default | accepted (else: a warning, and the default) | "
+                    "meaning |\n|---|---|---|---|\n",
+                    0),
+            0u);
   for (int i = 0; i < kEnvRowCount; ++i)
-    EXPECT_NE(t.find(std::string("| `") + kEnvRows[i].name + "` |"), std::string::npos);
-  EXPECT_NE(t.find("| `COCCL_TIMEOUT_MS` | 300000 |"), std::string::npos);
+    EXPECT_NE(t.find(std::string("| `") + kEnvRows[i].name + "` | "), std::string::npos);
+  EXPECT_NE(t.find("| `COCCL_TIMEOUT_MS` | 300000 | 1..1000000000000 |"), std::string::npos) << t;
+  EXPECT_NE(t.find("| `COCCL_RING_MIN_RANKS` | 16 | 1..2147483647 |"), std::string::npos);
+  EXPECT_NE(t.find("| `COCCL_COMPRESS_MIN_BYTES` | 65536 | an integer >= 0 |"),
+            std::string::npos);
+  EXPECT_NE(t.find("| auto, two-shot, direct, ring or one-shot |"), std::string::npos);
 }
 
 }  // namespace
