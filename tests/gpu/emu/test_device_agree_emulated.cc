@@ -44,6 +44,9 @@ struct Spec {
   size_t count = 1000;  // float32 elements
   cocclRedOp_t op = cocclSum;
   int root = 0;
+  // the descriptor's datatype (the kernels move float32: a type of the same size, as int32,
+  // is a difference that only the descriptor shows)
+  cocclDataType_t dt = cocclFloat32;
 };
 
 struct Result {
@@ -52,12 +55,12 @@ struct Result {
   std::string message;  // callDescPairMismatch of the recorded descriptors
 };
 
-// The descriptor of call number `seq` of spec s (exact float32).
+// The descriptor of call number `seq` of spec s (exact; float32 unless s.dt says otherwise).
 CallDesc descOf(const Spec& s, uint64_t seq) {
   CollRequest q;
   q.coll = s.coll;
   q.count = s.count;
-  q.dt = cocclFloat32;
+  q.dt = s.dt;
   q.op = s.op;
   q.root = s.root;
   q.seq = seq;
@@ -164,6 +167,16 @@ TEST(EmulatedAgreement, CountDiffersWithOtherBlockCounts) {
                         nullptr)
                 .nblocks);
   expectAllMismatch(runCalls(w, calls), "count differs");
+}
+
+// Ranks that pass int32 and float32 (the same bytes a call): only the descriptor differs.
+TEST(EmulatedAgreement, DatatypeDiffersWithTheSameBytes) {
+  World w(3, 2, 64 << 10);
+  std::vector<std::vector<Spec>> calls(3, std::vector<Spec>(1));
+  calls[1][0].dt = cocclInt32;
+  const auto res = runCalls(w, calls);
+  expectAllMismatch(res, "datatype differs");
+  EXPECT_NE(res[1].message.find("datatype differs"), std::string::npos) << res[1].message;
 }
 
 TEST(EmulatedAgreement, OpDiffersAfterAgreeingCalls) {
