@@ -73,7 +73,16 @@ struct HostState {
   int32_t errBlock;
   AgreeDesc mine, theirs;   // kDevMismatch: this rank's descriptor and errPeer's
   uint32_t errFrom;         // kDevMismatch of a call descriptor: where it was compared (AgreeFrom)
+  // The call whose kernel raised `error`: its descriptor's hash word (AgreeDesc::w[kCallIdWord]),
+  // 0 for a kernel that carries none. Written before `error`. A staged exchange's channel that
+  // failed in chanBegin posts its descriptor only when the failure is its own call's
+  // (agreePost): a later call's kernel must not overwrite the slot its peers may still read.
+  uint64_t errCall;
 };
+
+// The word of an AgreeDesc that identifies a call (CallDesc::hash: FNV-1a of every compared
+// field, the call number included).
+constexpr int kCallIdWord = 8;
 
 // Where a call's descriptors were compared (agreeCall): the collective's own kernel, or the
 // first exchange of the staged codec pipeline (P2PArgs::callAgree), whose codec kernels run on

@@ -27,6 +27,7 @@ struct Chan {
   int deferFail;
   uint32_t pendCode;
   int pendPeer;
+  uint64_t callId;  // the call descriptor's hash word this kernel carries (0: none)
 };
 
 __device__ __forceinline__ int tid() { return static_cast<int>(threadIdx.x); }
@@ -63,6 +64,7 @@ __device__ __forceinline__ void publishFailure(Chan& ch, uint32_t code, int peer
     HostState* h = ch.c.host;
     h->errPeer = peer;
     h->errBlock = ch.b;
+    h->errCall = ch.callId;
     __threadfence_system();
     *reinterpret_cast<volatile uint32_t*>(&h->error) = code;
     __threadfence_system();
@@ -177,6 +179,7 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
     ch.deferFail = 0;
     ch.pendCode = 0;
     ch.pendPeer = -1;
+    ch.callId = 0;
     ch.b = static_cast<int>(blockIdx.x);
   }
   __syncthreads();
@@ -235,6 +238,7 @@ __device__ __forceinline__ void recordMismatch(Chan& ch, int peer, const AgreeDe
     h->errPeer = peer;
     h->errBlock = ch.b;
     h->errFrom = from;
+    h->errCall = ch.callId;
     __threadfence_system();
     *reinterpret_cast<volatile uint32_t*>(&h->error) = static_cast<uint32_t>(kDevMismatch);
     __threadfence_system();
@@ -252,7 +256,20 @@ __device__ __forceinline__ void agreePost(Chan& ch, const AgreeDesc& d) {
   const int p = ch.c.nranks, me = ch.c.rank;
   if (tid() == 0) {
     ch.agreeN = reinterpret_cast<const uint64_t*>(ch.c.base[me] + ch.c.lay.offAgreeCnt)[ch.b] + 1;
+    ch.callId = d.w[kCallIdWord];
     gone = 0;
+    // A failed channel posts only for the call whose kernel failed (another channel of this
+    // launch): an earlier call's failure left the agreement number where it was, and this
+    // later call's post would overwrite the slot of that number that peers may still read.
+    // The failure's call is written (host-mapped) before `error`; wait for `error` briefly
+    // (the failing block is between its error word and its host state).
+    if (ch.failed) {
+      const volatile HostState* h = ch.c.host;
+      unsigned ns = 32;
+      for (int i = 0; i < 4096 && h->error == 0u; ++i) ipc::backoff(ns);
+      __threadfence_system();
+      if (h->error == 0u || h->errCall != ch.callId) gone = ~0u;
+    }
   }
   __syncthreads();
   if (ch.failed && tid() < p && tid() != me) {
@@ -281,19 +298,27 @@ __device__ __forceinline__ void agreePost(Chan& ch, const AgreeDesc& d) {
 // because another of q's channels did (its error word) posted its descriptor at its start.
 __device__ __forceinline__ bool peerPosted(Chan& ch, int q, uint64_t n) {
   const uint64_t* flag = flagAt(ch, ch.c.rank, ch.c.lay.offAgreeFlag, q);
+  const volatile uint32_t* errWord =
+      reinterpret_cast<const uint32_t*>(ch.c.base[ch.c.rank] + ch.c.lay.offErr);
   const uint64_t t0 = ipc::globalTimerNs();
   unsigned ns = 32;
   for (unsigned polls = 0;; ++polls) {
     const uint64_t v = ipc::ldAcquireSys(flag);
     if (v >= n) return v != kPoison;
+    // The rounds already waited the whole timeout (a peer that neither posts nor poisons):
+    // no second one.
+    if (ch.pendCode == kDevTimeout) return false;
     const uint64_t offs[3] = {ch.c.lay.offPush, ch.c.lay.offPull, ch.c.lay.offFree};
     for (uint64_t off : offs)
       if (ipc::ldAcquireSys(flagAt(ch, ch.c.rank, off, q)) == kPoison) {
         const uint64_t w = ipc::ldAcquireSys(flag);  // posted before it poisoned?
         return w >= n && w != kPoison;
       }
+    // Another channel of this rank published a failure (a difference it found, or one of its
+    // own): this rank's report is decided, and that channel's peers may never post on this
+    // one (a fused kernel of fewer blocks): stop.
     if ((polls & 63u) == 63u &&
-        (ch.c.host->abort || ipc::globalTimerNs() - t0 > ch.c.timeoutNs))
+        (*errWord || ch.c.host->abort || ipc::globalTimerNs() - t0 > ch.c.timeoutNs))
       return false;
     ipc::backoff(ns);
   }

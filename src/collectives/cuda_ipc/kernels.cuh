@@ -371,7 +371,8 @@ __device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
     }
     const bool moved = (!a.agree || p2pAgree(ch, a)) && p2pRounds(ch, a);
     if (a.callAgree) {
-      if (moved) publishDeferred(ch);  // nothing pending: the check may wait and fail itself
+      // still deferred: a lane's failed wait must not be published before another lane's
+      // difference
       agreeCheck(ch, a.desc, kAgreeInStagedExchange, /*patient=*/moved);
       publishDeferred(ch);
     }

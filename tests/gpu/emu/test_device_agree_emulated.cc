@@ -529,6 +529,28 @@ TEST(EmulatedStagedAgreement, AbortBeforeTheFirstExchangeReleasesThePeers) {
   EXPECT_LT(secs, 10.0) << "released by the timeout, not by the poison";
 }
 
+// A peer that never runs the call (a dead process): the others' rounds time out once, and the
+// comparison after them does not wait a second timeout for that peer's descriptor.
+TEST(EmulatedStagedAgreement, APeerThatNeverRunsCostsOneTimeout) {
+  World w(3, 2, 64 << 10);
+  for (Ctx& c : w.ctx) c.timeoutNs = 2ull * 1000000000ull;
+  std::vector<std::vector<Step>> steps(3);  // rank 0: nothing
+  for (int r = 1; r < 3; ++r) {
+    Step s;
+    s.agree = true;
+    s.msgs = allToAll(3, r, 3000);
+    steps[static_cast<size_t>(r)] = {s};
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto res = runSteps(w, steps);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int r = 1; r < 3; ++r)
+    EXPECT_EQ(res[static_cast<size_t>(r)].error, static_cast<uint32_t>(dev::kDevTimeout))
+        << "rank " << r;
+  EXPECT_LT(secs, 3.5) << "a second timeout after the rounds'";
+}
+
 // Staged calls that agree, between fused calls on the same channels: call 0 fused, call 1 a
 // staged call of two exchanges (the first agreeing), call 2 a staged call in which rank 2's
 // group is empty (it still takes part in the agreement), call 3 fused; 4 rounds of it (the
