@@ -449,6 +449,23 @@ std::vector<Msg> allToAll(int p, int me, size_t bytes) {
   return m;
 }
 
+// runSteps, and its wall time in seconds.
+std::vector<StepsResult> runStepsTimed(World& w, const std::vector<std::vector<Step>>& steps,
+                                       double* secs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = runSteps(w, steps);
+  *secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+// Rank r's first exchange of a staged call: 3000 bytes each way with every peer, agreeing.
+Step firstExchange(int p, int r) {
+  Step s;
+  s.agree = true;
+  s.msgs = allToAll(p, r, 3000);
+  return s;
+}
+
 // Ranks whose staged calls differ only in the op (the same payload bytes: nothing else compares
 // them): the descriptors, posted at the first exchange's start and compared at its end, differ;
 // every rank reports the difference (the exchange's pieces reached staging buffers only).
@@ -488,10 +505,8 @@ TEST(EmulatedStagedAgreement, CountDiffersInTheNumberOfRounds) {
     s.msgs = allToAll(3, r, r == 1 ? 320000 : 4000);
     steps[static_cast<size_t>(r)] = {s};
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto res = runSteps(w, steps);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double secs = 0;
+  const auto res = runStepsTimed(w, steps, &secs);
   for (int r = 0; r < 3; ++r) {
     const StepsResult& x = res[static_cast<size_t>(r)];
     ASSERT_EQ(x.error, static_cast<uint32_t>(kDevMismatch)) << "rank " << r;
@@ -512,16 +527,9 @@ TEST(EmulatedStagedAgreement, AbortBeforeTheFirstExchangeReleasesThePeers) {
   Step dead;
   dead.poison = true;
   steps[0] = {dead};
-  for (int r = 1; r < 3; ++r) {
-    Step s;
-    s.agree = true;
-    s.msgs = allToAll(3, r, 3000);
-    steps[static_cast<size_t>(r)] = {s};
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto res = runSteps(w, steps);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int r = 1; r < 3; ++r) steps[static_cast<size_t>(r)] = {firstExchange(3, r)};
+  double secs = 0;
+  const auto res = runStepsTimed(w, steps, &secs);
   EXPECT_EQ(res[0].error, static_cast<uint32_t>(dev::kDevAborted));
   for (int r = 1; r < 3; ++r)
     EXPECT_EQ(res[static_cast<size_t>(r)].error, static_cast<uint32_t>(kDevPeerFailed))
@@ -535,16 +543,9 @@ TEST(EmulatedStagedAgreement, APeerThatNeverRunsCostsOneTimeout) {
   World w(3, 2, 64 << 10);
   for (Ctx& c : w.ctx) c.timeoutNs = 2ull * 1000000000ull;
   std::vector<std::vector<Step>> steps(3);  // rank 0: nothing
-  for (int r = 1; r < 3; ++r) {
-    Step s;
-    s.agree = true;
-    s.msgs = allToAll(3, r, 3000);
-    steps[static_cast<size_t>(r)] = {s};
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto res = runSteps(w, steps);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int r = 1; r < 3; ++r) steps[static_cast<size_t>(r)] = {firstExchange(3, r)};
+  double secs = 0;
+  const auto res = runStepsTimed(w, steps, &secs);
   for (int r = 1; r < 3; ++r)
     EXPECT_EQ(res[static_cast<size_t>(r)].error, static_cast<uint32_t>(dev::kDevTimeout))
         << "rank " << r;
