@@ -3,10 +3,14 @@
 //
 //   export COCCL_COMM_ID=127.0.0.1:29556
 //   for r in 0 1 2 3; do RANK=$r WORLD_SIZE=4 ./allreduce_codecs & done; wait
+// or with the unique id passed through a file (rank 0 writes it, as allreduce_file_id.c):
+//   rm -f /tmp/coccl.id; for r in 0 1 2 3; do ./allreduce_codecs --id-file /tmp/coccl.id $r 4 & done; wait
 //
 // Each call is checked against the exact result within the codec's tolerance; the statistics
 // say which codec ran and how many bytes went on the wire.
 #include <coccl.h>
+
+#include "common.h"  // writeId, readId
 
 #include <cmath>
 #include <cstdio>
@@ -61,16 +65,31 @@ float value(int rank, size_t i) { return std::sin(0.01f * static_cast<float>(i) 
 
 int main(int argc, char** argv) {
   try {
+    const char* idFile = nullptr;
+    if (argc > 2 && std::strcmp(argv[1], "--id-file") == 0) {
+      idFile = argv[2];
+      argv += 2;
+      argc -= 2;
+    }
     const char* r = argc > 2 ? argv[1] : std::getenv("RANK");
     const char* n = argc > 2 ? argv[2] : std::getenv("WORLD_SIZE");
-    if (!r || !n || !std::getenv("COCCL_COMM_ID")) {
-      std::fprintf(stderr, "usage: COCCL_COMM_ID=host:port %s RANK NRANKS (or RANK, WORLD_SIZE)\n",
-                   argv[0]);
+    if (!r || !n || (!idFile && !std::getenv("COCCL_COMM_ID"))) {
+      std::fprintf(stderr,
+                   "usage: COCCL_COMM_ID=host:port %s [RANK NRANKS]\n"
+                   "       %s --id-file PATH [RANK NRANKS]   (or RANK, WORLD_SIZE set)\n",
+                   argv[0], argv[0]);
       return 2;
     }
     const int rank = std::atoi(r), nranks = std::atoi(n);
+    if (nranks < 1 || rank < 0 || rank >= nranks) throw std::runtime_error("bad rank or size");
     cocclUniqueId id;
-    std::memset(&id, 0, sizeof(id));
+    std::memset(&id, 0, sizeof(id));  // with COCCL_COMM_ID the id's bytes are not read
+    if (idFile && rank == 0) {
+      check(cocclGetUniqueId(&id), "cocclGetUniqueId");
+      writeId(idFile, &id);
+    } else if (idFile) {
+      readId(idFile, &id);
+    }
     cocclComm_t raw = nullptr;
     check(cocclCommInitRank(&raw, nranks, id, rank), "cocclCommInitRank");
     Comm comm(raw);

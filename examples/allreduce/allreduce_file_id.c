@@ -7,39 +7,10 @@
  * rename: the others never read half a file); the others wait for the file (up to 60 s). A
  * file left by a run that died holds a stale id, which ranks other than 0 may read before rank
  * 0 replaces it (their init then fails, and rank 0 waits up to COCCL_TIMEOUT_MS for them):
- * remove it before a launch, as the line above does, or use a fresh name a run. Each
+ * remove it before a launch, as the line above does, or use a fresh name a run (writeId and
+ * readId are in common.h, shared with the C++ example). Each
  * rank contributes x[i] = rank + i / count; the sum is checked against the exact value. */
-#include <errno.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "common.h"
-
-static void writeId(const char* path, const cocclUniqueId* id) {
-  char tmp[4096];
-  snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-  FILE* f = fopen(tmp, "wb");
-  if (!f || fwrite(id, sizeof(*id), 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
-    fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
-}
-
-static void readId(const char* path, cocclUniqueId* id) {
-  for (int tries = 0; tries < 6000; ++tries) { /* 60 s */
-    FILE* f = fopen(path, "rb");
-    if (f) {
-      size_t got = fread(id, sizeof(*id), 1, f);
-      fclose(f);
-      if (got == 1) return;
-    }
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-  fprintf(stderr, "no unique id in %s after 60 s\n", path);
-  exit(1);
-}
 
 int main(int argc, char** argv) {
   if (argc < 2) {

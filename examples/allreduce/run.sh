@@ -21,4 +21,6 @@ run allreduce_file_id "$bin/allreduce_file_id" "$idfile"
 COCCL_COMM_ID=127.0.0.1:$(port) run allreduce_comm_id "$bin/allreduce_comm_id"
 COCCL_COMM_ID=127.0.0.1:$(port) run allreduce_codecs "$bin/allreduce_codecs"
 rm -f "$idfile"
+run allreduce_codecs_file_id "$bin/allreduce_codecs" --id-file "$idfile"
+rm -f "$idfile"
 exit $status

@@ -115,4 +115,4 @@ if ! LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" \
   echo "examples/allreduce failed" >&2
   exit 1
 fi
-[ "$(grep -c ' OK' "$work/examples.txt")" -ge 12 ] || { cat "$work/examples.txt" >&2; exit 1; }
+[ "$(grep -c ' OK' "$work/examples.txt")" -ge 16 ] || { cat "$work/examples.txt" >&2; exit 1; }
