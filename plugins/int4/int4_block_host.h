@@ -57,11 +57,12 @@ inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t
   const int g = p.block, s = subBlock(p);
   // The largest |x| bits, and the largest finite |x|: for non-negative floats the bit order is
   // the value order, so integer maxima (vectorised) give the same values.
-  uint32_t amax = 0, fbitsMax = 0;
+  uint32_t amax = 0, fbitsMax = 0, nz = 0;  // nz: elements that are not +-0 (auto's rule)
   for (int i = 0; i < g; ++i) {
     const uint32_t a = absBits(x[i]);
     amax = a > amax ? a : amax;
     fbitsMax = (a < 0x7f800000u && a > fbitsMax) ? a : fbitsMax;
+    nz += a != 0u ? 1u : 0u;
   }
   const float fmax = bitsf(fbitsMax);
   float m = 0.0f;
@@ -74,15 +75,8 @@ inline uint32_t encodeBlock(const Params& p, const float* x, size_t blk, uint8_t
     m = bitsf(mb);
   }
   BlockPlan plan = planBlock(amax, fmax, m, p.mode, s);
-  if (p.mode == kModeAuto && plan.rotated) {
-    const BlockPlan plain = planBlock(amax, fmax, m, kModePlain, s);
-    uint32_t eu = 0, er = 0;
-    for (int i = 0; i < g; ++i) {
-      eu += sqErrFixed(x[i], plain.inv);
-      er += sqErrFixed(y[i], plan.inv);
-    }
-    if (!autoRotates(er, eu, plan.word, plain.word, s)) plan = plain;
-  }
+  if (p.mode == kModeAuto && plan.rotated && !autoRotates(m, bitsf(amax), nz, g, s))
+    plan = planBlock(amax, fmax, m, kModePlain, s);
   if (plan.raw) {
     for (int j = 0; j < g; j += 2)
       codes[j / 2] = packPair(rawCode(x[j], plan.inv), rawCode(x[j + 1], plan.inv));

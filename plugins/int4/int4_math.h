@@ -15,7 +15,8 @@
 //         +Inf -> 7, -Inf -> -7, NaN -> -8. Word = bits(r) | 0x80000000 (sign bit = RAW).
 //         Decode: 7 -> +Inf, -7 -> -Inf, -8 -> NaN (0x7fc00000), else code * r.
 //  ZERO   (amax < 2^-96, incl. an all-zero block): word 0, codes 0; decodes to +0.
-//  ROTATED (rotate=1, or rotate=auto and the rotated step is not larger, see below):
+//  ROTATED (rotate=1, or rotate=auto and the rotated form's estimated error is not larger, see
+//         below):
 //         y = H_S x per sub-block, m = max |y_j| over the block; usable iff m is finite and
 //         m >= 2^-96 (else the block takes PLAIN); inv = 7 / m; cR = (m / 7) / S.
 //         Word = bits(cR) & ~1 (LSB clear = rotated).
@@ -23,13 +24,15 @@
 //  PLAIN  inv = 7 / amax, cU = amax / 7. Word = bits(cU) | 1 (LSB set = plain).
 //         Decode: x'_i = q_i * c.
 //  c = the word as an fp32 (it moves by at most 1 ulp from cR / cU because of the flag bit).
-//  rotate=auto: both forms are quantised with rne and their squared errors compared: errU =
-//  sum_i sqErrFixed(x_i, invU) (an exact uint32 sum of 2^-20 fixed-point terms, see
-//  sqErrFixed), errR the same over the rotated y_j with invR; the x-domain
-//  errors are errU cU^2 and errR cR^2 S (H_S / sqrt(S) is orthonormal), so the block rotates
-//  iff !(float(errR) * rho * rho > float(errU)) with rho = (cR * sqrt(S)) / cU (ties rotate;
-//  cR, cU as in the words, flag bits included).
-//  (Comparing the steps alone misjudges blocks with many exact zeros, e.g. ReLU outputs.)
+//  rotate=auto (format version 3, 2026-12-06): the block rotates iff the rotated form's
+//  estimated squared error is not larger than the plain form's. A step-d grid costs about d^2/12
+//  an element; the rotated grid (step m / (7 sqrt(S)) in the orthonormal domain) costs it on all
+//  G coefficients, the plain grid (step amax / 7) only on the nz elements that are not +-0 (it
+//  keeps exact zeros exact: ReLU-like blocks). So: rotate iff (m / amax)^2 <= nz * S / G, in
+//  fp32 as !(RN(r * r) > float(nz * S) / G) with r = RN(m / amax) (autoRotates; every operation
+//  exact or one rounding, the same on host and device). Against the exact choice of version 2
+//  (both forms quantised, their squared errors compared: about 10 instructions an element more
+//  on the device) it costs at most 0.5% relative error (plugins/int4/README.md's tables).
 //
 // Quantisation of v * inv (v = x_i or y_j):
 //  round=rne (default): q = rne(v * inv) of the exact product: one fused multiply-add,
@@ -237,8 +240,6 @@ INT4_HD int32_t quant(float t, bool stochastic, uint32_t h) {
 }
 
 // ---- per-block decisions from the block's reductions -------------------------------------
-// sqrt(S) in fp32 for S = 32, 64, 128 (the auto comparison).
-INT4_HD float sqrtS(int s) { return s == 32 ? 5.65685424949238f : s == 64 ? 8.0f : 11.3137084989848f; }
 
 struct BlockPlan {
   uint32_t word;  // the scale word
@@ -296,41 +297,13 @@ INT4_HD int32_t rneCode(float v, float inv) {
 #endif
 }
 
-// The squared rne error of one code in fixed point, summed in uint32 (<= 2^29 for G = 2048):
-// exact integer sums, so any summation order (host loop, warp reduction) gives the same value.
-// With q = rneCode(v, inv), the term is floor(d^2) for d = RN(1024 (v * inv - q)), the exact
-// difference rounded once to fp32 (|d| <= 512 + small; d^2 exact in double): the squared error
-// in units of 2^-20. Device (int4_tile.cuh): -1024 q is one exact fma from the code's sum, d one
-// fma (v, 1024 inv, -1024 q), and floor(d^2) the bits of RZ(d * d + 2^23) (an fma toward zero)
-// minus those of 2^23. Host, AVX2 build (-mfma): the device's fmas, and floor(d^2) from the
-// exact split d^2 = RN(d^2) + fma(d, d, -RN(d^2)); generic build: v * inv - q is exact in
-// double, times 1024 exact, then one rounding to fp32, and d^2 exact in double.
-INT4_HD uint32_t sqErrFixed(float v, float inv) {
-#ifdef __CUDA_ARCH__
-  const float s = __fmaf_rn(v, inv, kRneMagic);
-  const float d = __fmaf_rn(v, __fmul_rn(inv, 1024.0f), __fmaf_rn(s, -1024.0f, 1024.0f * kRneMagic));
-  return __float_as_uint(__fmaf_rz(d, d, 8388608.0f)) - 0x4B000000u;
-#elif defined(__FMA__)
-  // d as on the device; d^2 = p + e exactly (e = fma(d, d, -p)), and floor(p + e) = floor(p)
-  // but for an integer p with e < 0 (a non-integer p is at least one ulp from the integers,
-  // |e| at most half of it)
-  const float nq = mulRn(subRn(fmaf(v, inv, kRneMagic), kRneMagic), -1024.0f);
-  const float d = fmaf(v, mulRn(inv, 1024.0f), nq);
-  const float p = mulRn(d, d), e = fmaf(d, d, -p);
-  const int32_t fl = static_cast<int32_t>(p);  // floor: p >= 0
-  return static_cast<uint32_t>(fl - ((static_cast<float>(fl) == p) & (e < 0.0f)));
-#else
-  const double p = static_cast<double>(v) * static_cast<double>(inv);
-  const double q = (p + 0x1.8p52) - 0x1.8p52;
-  const double d = static_cast<double>(static_cast<float>((p - q) * 1024.0));
-  return static_cast<uint32_t>(static_cast<int32_t>(d * d));
-#endif
-}
-
-// Whether an auto-mode block rotates, from the two error sums and the two words.
-INT4_HD bool autoRotates(uint32_t errR, uint32_t errU, uint32_t wordR, uint32_t wordU, int s) {
-  const float rho = divRn(mulRn(bitsf(wordR), sqrtS(s)), bitsf(wordU));
-  return !(mulRn(mulRn(static_cast<float>(errR), rho), rho) > static_cast<float>(errU));
+// Whether an auto-mode block rotates (see the header): m = max |H_S x| (finite, >= kTiny),
+// amax = max |x| (finite, >= kTiny, so nz >= 1), nz = the block's elements that are not +-0.
+// r = m / amax <= S, so r * r cannot overflow; nz * S / G is exact (G, S powers of two).
+INT4_HD bool autoRotates(float m, float amax, uint32_t nz, int g, int s) {
+  const float r = divRn(m, amax);
+  const float rhs = divRn(static_cast<float>(nz * static_cast<uint32_t>(s)), static_cast<float>(g));
+  return !(mulRn(r, r) > rhs);
 }
 
 // decodeAccumulate's fp32 add: a NaN result is returned as the quiet NaN 0x7fc00000 (x86 and

@@ -12,9 +12,10 @@
 //   ROTATED: the code errors e_j (|e_j| <= emax) map back as (H_S e)_i * m / (7 S), with
 //     |(H_S e)_i| <= S emax and m = max_j |(H_S x)_j| <= sqrt(S) ||x_sub||_2 <= sqrt(S) *
 //     min(sqrt(S) absmax, sqrt(G) rms): |err_i| <= emax * sqrt(S) * min(sqrt(S) absmax,
-//     sqrt(G) rms) / 7. rotate=auto with rne rotates a block only when its squared error is
-//     not larger than the plain form's (<= G (absmax / 14)^2), so there |err_i| <= ||err||_2
-//     <= sqrt(G) absmax / 14 as well (+1% for the fp32 comparison); the smaller of the two.
+//     sqrt(G) rms) / 7. rotate=auto rotates a block only when m^2 G <= absmax^2 nz S
+//     (int4_math.h's autoRotates; nz <= G), and the transform H_S / sqrt(S) is orthonormal, so
+//     there |err_i| <= ||err||_2 <= sqrt(G) emax m / (7 sqrt(S)) <= sqrt(G) absmax / 14 with
+//     rne as well (+1% for the fp32 comparison); the smaller of the two.
 //   RAW (non-finite blocks, the finite elements): |err_i| <= absmax / 12 (rne on a 6-level grid).
 //   Plus fp32 arithmetic: the forward transform's rounding (log2 S stages, each at most
 //   2^-24 relative of values <= S absmax) and the flag bit (1 ulp of c), bounded by
@@ -119,8 +120,8 @@ double errorBound(const void* inst, double rms, double absmax) {
   const double G = p.block, S = subBlock(p), emax = p.stochastic ? 1.0 : 0.5;
   const double plain = emax * absmax / 7.0;
   const double rotated = emax * sqrt(S) * fmin(sqrt(S) * absmax, sqrt(G) * rms) / 7.0;
-  // auto with rne: the block's total error is at most the plain form's, sqrt(G) absmax / 14
-  // (1% for the fp32 comparison); with stochastic rounding only the rotated bound holds.
+  // auto with rne: a rotated block's total error is at most sqrt(G) absmax / 14 (1% for the
+  // fp32 comparison; see the header); with stochastic rounding only the rotated bound is used.
   const double autoRot = p.stochastic ? rotated : fmin(rotated, 1.01 * sqrt(G) * absmax / 14.0);
   double core = p.mode == kModePlain ? plain
                 : p.mode == kModeRotated ? fmax(plain, rotated)
@@ -176,7 +177,7 @@ extern "C" COCCL_CODEC_PLUGIN_EXPORT const cocclCodecPlugin_v1_t cocclCodecPlugi
     sizeof(cocclCodecPlugin_v1_t),
     COCCL_CODEC_ABI_V1,
     "int4",
-    2u,  // formatVersion (2: rne of the exact product, 2026-12-06; int4_math.h)
+    3u,  // formatVersion (3: auto by the estimated errors; 2: rne of the exact product; int4_math.h)
     COCCL_CODEC_DTYPE_BIT(cocclFloat32) | COCCL_CODEC_DTYPE_BIT(cocclFloat16) |
         COCCL_CODEC_DTYPE_BIT(cocclBfloat16),
     COCCL_CODEC_OP_BIT(cocclSum) | COCCL_CODEC_OP_BIT(cocclAvg),

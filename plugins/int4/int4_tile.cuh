@@ -21,10 +21,6 @@
 //    (s = 0x4B400000 + q as bits), so the code nibble is bits(s) & 0xF: one instruction an
 //    element. For non-RAW blocks |v * inv| <= 7 * (1 + 2^-23) (inv = RN(7 / m), |v| <= m): no
 //    clamp.
-//  - sqErrFixed(v, inv) = floor(d^2), d = RN(1024 v inv - 1024 q): -1024 q is one exact fma
-//    from s, d one fma (1024 inv precomputed, exact), and floor(d^2) for d^2 < 2^23 is
-//    bits(RZ(d * d + 2^23)) - 0x4B000000, one fma toward zero; the sums keep the biased bits
-//    (mod 2^32) and subtract G * 0x4B000000 once. Four instructions an element and form.
 //  - decode: nibble n -> bits 0x4B0000nn' (nn' = n ^ 8, one byte permute) = 2^23 + n + 8, minus
 //    (2^23 + 8) is n, exactly.
 // Compiled with --fmad=false; every operation here is one correctly rounded IEEE operation (the
@@ -188,14 +184,6 @@ __device__ __forceinline__ void unpack(uint32_t w, float (&z)[R]) {
   }
 }
 
-// sqErrFixed(v, inv) + kTruncBias (int4_math.h) from v, inv1024 = 1024 inv and
-// s = fma(v, inv, kMagic).
-__device__ __forceinline__ uint32_t sqErrBiased(float v, float inv1024, float s) {
-  const float nq = __fmaf_rn(s, -1024.0f, 1024.0f * kMagic);  // -1024 q, exact
-  const float d = __fmaf_rn(v, inv1024, nq);                  // RN(1024 v inv - 1024 q)
-  return __float_as_uint(__fmaf_rz(d, d, 8388608.0f));        // 2^23 + floor(d^2)
-}
-
 // The largest |v| of the lane as bits (NaN above +-Inf); FiniteOnly: over the finite elements.
 template <int R, int J, bool FiniteOnly = false>
 __device__ __forceinline__ uint32_t maxAbsBits(const float (&v)[J][R]) {
@@ -257,34 +245,22 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
   }
   BlockPlan plan = planBlock(amax, fmax, m, p.mode, S);
   if (p.mode == kModeAuto && __any_sync(kFull, plan.rotated)) {
-    // both forms' rne codes and squared errors; a block that does not rotate keeps the plain
-    // codes (its plan is the plain one, or RAW / ZERO, handled below)
-    const BlockPlan plain = planBlock(amax, fmax, m, kModePlain, S);
-    const float invU1024 = mulRn(plain.inv, 1024.0f), invR1024 = mulRn(plan.inv, 1024.0f);
-    uint32_t eu = 0, er = 0, qu[J], qr[J];
+    // auto's rule (int4_math.h): the block's elements that are not +-0, as integer sums
+    uint32_t nz = 0;
 #pragma unroll
-    for (int j = 0; j < J; ++j) {
-      uint32_t cu[R], cr[R];
+    for (int j = 0; j < J; ++j)
 #pragma unroll
-      for (int e = 0; e < R; ++e) {
-        const float su = __fmaf_rn(x[j][e], plain.inv, kMagic);
-        const float sr = __fmaf_rn(y[j][e], plan.inv, kMagic);
-        eu += sqErrBiased(x[j][e], invU1024, su);
-        er += sqErrBiased(y[j][e], invR1024, sr);
-        cu[e] = fbits(su);
-        cr[e] = fbits(sr);
-      }
-      qu[j] = pack<R>(cu);
-      qr[j] = pack<R>(cr);
-    }
-    eu = groupSum<L>(eu) - static_cast<uint32_t>(G) * kTruncBias;
-    er = groupSum<L>(er) - static_cast<uint32_t>(G) * kTruncBias;
-    if (plan.rotated && !autoRotates(er, eu, plan.word, plain.word, S)) plan = plain;
-#pragma unroll
-    for (int j = 0; j < J; ++j) q[j] = plan.rotated ? qr[j] : qu[j];
-  } else if (anyRotate && __all_sync(kFull, plan.rotated || plan.raw)) {
-    codesOf<R, J>(y, plan.inv, q);  // RAW lanes are overwritten below
-  } else if (anyRotate) {
+      for (int e = 0; e < R; e += 2)
+        nz += min(fbits(x[j][e]) & 0x7fffffffu, 1u) + min(fbits(x[j][e + 1]) & 0x7fffffffu, 1u);
+    nz = groupSum<L>(nz);
+    if (plan.rotated && !autoRotates(m, bitsf(amax), nz, G, S))
+      plan = planBlock(amax, fmax, m, kModePlain, S);
+  }
+  if (!anyRotate || !__any_sync(kFull, plan.rotated)) {
+    codesOf<R, J>(x, plan.inv, q);  // RAW lanes are overwritten below
+  } else if (__all_sync(kFull, plan.rotated || plan.raw)) {
+    codesOf<R, J>(y, plan.inv, q);
+  } else {
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       uint32_t c[R];
@@ -295,8 +271,6 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
       }
       q[j] = pack<R>(c);
     }
-  } else {
-    codesOf<R, J>(x, plan.inv, q);
   }
   if (p.stochastic) {  // uniform over the grid: the codes again, with the element hashes
     uint32_t bh = 0;
