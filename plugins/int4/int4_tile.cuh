@@ -198,23 +198,6 @@ __device__ __forceinline__ uint32_t maxAbsBits(const float (&v)[J][R]) {
   return m;
 }
 
-// maxAbsBits and the smallest |v| of the lane as bits (auto's count of exact zeros is needed
-// only where some element is +-0: a lane whose smallest is not 0 has E of them).
-template <int R, int J>
-__device__ __forceinline__ uint32_t maxMinAbsBits(const float (&v)[J][R], uint32_t& mn) {
-  uint32_t m = 0;
-  mn = 0xffffffffu;
-#pragma unroll
-  for (int j = 0; j < J; ++j)
-#pragma unroll
-    for (int e = 0; e < R; ++e) {
-      const uint32_t a = fbits(v[j][e]) & 0x7fffffffu;
-      m = a > m ? a : m;
-      mn = a < mn ? a : mn;
-    }
-  return m;
-}
-
 // The rneCode words of v * inv (non-RAW blocks: no clamp, see the header).
 template <int R, int J>
 __device__ __forceinline__ void codesOf(const float (&v)[J][R], float inv, uint32_t (&q)[J]) {
@@ -234,9 +217,7 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
                                            float (&y)[Sh::J][Sh::R], size_t b, int k,
                                            uint32_t (&q)[Sh::J]) {
   constexpr int R = Sh::R, J = Sh::J, L = Sh::L, S = Sh::S, G = Sh::G;
-  uint32_t minAbs = 1u;  // auto mode: the lane's smallest |x| bits
-  const uint32_t amax = groupMax<L>(p.mode == kModeAuto ? maxMinAbsBits<R, J>(x, minAbs)
-                                                        : maxAbsBits<R, J>(x));
+  const uint32_t amax = groupMax<L>(maxAbsBits<R, J>(x));
   const bool nonFinite = amax >= 0x7f800000u;
   float fmax = 0.0f;  // read by planBlock for RAW blocks only
   if (__any_sync(kFull, nonFinite)) fmax = bitsf(groupMax<L>(maxAbsBits<R, J, true>(x)));
@@ -264,17 +245,13 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
   }
   BlockPlan plan = planBlock(amax, fmax, m, p.mode, S);
   if (p.mode == kModeAuto && __any_sync(kFull, plan.rotated)) {
-    // auto's rule (int4_math.h): the block's elements that are not +-0, as integer sums;
-    // counted one by one only in warps where some lane holds a +-0 (padding included)
-    uint32_t nz = minAbs != 0u ? static_cast<uint32_t>(Sh::E) : 0u;
-    if (__any_sync(kFull, minAbs == 0u)) {
-      nz = 0;
+    // auto's rule (int4_math.h): the block's elements that are not +-0, as integer sums
+    uint32_t nz = 0;
 #pragma unroll
-      for (int j = 0; j < J; ++j)
+    for (int j = 0; j < J; ++j)
 #pragma unroll
-        for (int e = 0; e < R; e += 2)
-          nz += min(fbits(x[j][e]) & 0x7fffffffu, 1u) + min(fbits(x[j][e + 1]) & 0x7fffffffu, 1u);
-    }
+      for (int e = 0; e < R; e += 2)
+        nz += min(fbits(x[j][e]) & 0x7fffffffu, 1u) + min(fbits(x[j][e + 1]) & 0x7fffffffu, 1u);
     nz = groupSum<L>(nz);
     if (plan.rotated && !autoRotates(m, bitsf(amax), nz, G, S))
       plan = planBlock(amax, fmax, m, kModePlain, S);
