@@ -62,7 +62,7 @@ for w in "${what[@]}"; do
       # COCCL_NO_CLONES: one build of the host codec loops instead of an AVX2 and a default clone
       # (the same source; the clones cost a tenth of the ASan build).
       # -O1 -g1 (line tables only) instead of RelWithDebInfo's -O2 -g: half the compile time
-      # (984 s -> about 500 s on 2 cores), and ASan's reports still name file and line.
+      # (the whole build 984 -> 620 s on 2 cores), and ASan's reports still name file and line.
       configure build-asan \
         "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DCOCCL_NO_CLONES" \
         -DCOCCL_BUILD_EMULATOR_TESTS=OFF \
