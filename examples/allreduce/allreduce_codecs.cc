@@ -10,7 +10,7 @@
 // say which codec ran and how many bytes went on the wire.
 #include <coccl.h>
 
-#include "common.h"  // writeId, readId
+#include "common.h"  // rankFromArgs, writeId, readId
 
 #include <cmath>
 #include <cstdio>
@@ -68,20 +68,19 @@ int main(int argc, char** argv) {
     const char* idFile = nullptr;
     if (argc > 2 && std::strcmp(argv[1], "--id-file") == 0) {
       idFile = argv[2];
+      argv[2] = argv[0];  // the program's name stays argv[0]
       argv += 2;
       argc -= 2;
     }
-    const char* r = argc > 2 ? argv[1] : std::getenv("RANK");
-    const char* n = argc > 2 ? argv[2] : std::getenv("WORLD_SIZE");
-    if (!r || !n || (!idFile && !std::getenv("COCCL_COMM_ID"))) {
+    if (!idFile && !std::getenv("COCCL_COMM_ID")) {
       std::fprintf(stderr,
                    "usage: COCCL_COMM_ID=host:port %s [RANK NRANKS]\n"
                    "       %s --id-file PATH [RANK NRANKS]   (or RANK, WORLD_SIZE set)\n",
                    argv[0], argv[0]);
       return 2;
     }
-    const int rank = std::atoi(r), nranks = std::atoi(n);
-    if (nranks < 1 || rank < 0 || rank >= nranks) throw std::runtime_error("bad rank or size");
+    int rank, nranks;
+    rankFromArgs(argc, argv, 1, &rank, &nranks);
     cocclUniqueId id;
     std::memset(&id, 0, sizeof(id));  // with COCCL_COMM_ID the id's bytes are not read
     if (idFile && rank == 0) {
