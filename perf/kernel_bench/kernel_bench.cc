@@ -2,7 +2,7 @@
 // device-to-device cudaMemcpy measured in the same run.
 //
 //   kernel_bench [--sizes 256,1024] [--dtypes bf16,fp32] [--codecs fp8_ash_ds,int8]
-//                [--iters 20] [--warmup 5] [--json FILE] [--quick]
+//                [--iters 20] [--warmup 5] [--zeros F] [--json FILE] [--quick]
 //
 // --sizes: input tensor sizes in MiB. For each size, dtype and codec it times (CUDA events,
 // warm-up, then the median of --iters runs): encode, decode, decodeAccumulate (p = 2, 4, 8),
@@ -13,7 +13,9 @@
 //   decodeAcc(p)    p * payload + 2 * 4n     (fp32 accumulator read and written)
 //   DRE(p)          (p-1) * payload + in + payload + in   (owner's raw input, decoded output)
 //   unfused         the fused op's bytes (so the column compares time on the same work)
-// "%copy" is that bandwidth over the memcpy's. Inputs are random normals (never zeros).
+// "%copy" is that bandwidth over the memcpy's. Inputs are random normals, with no zeros unless
+// --zeros F sets a fraction F (0..1) of them to +0, as after a ReLU (int4's rotate=auto counts
+// a block's exact zeros). The codec column is the spec as given.
 //
 // Codecs without a CodecDesc (plug-ins, e.g. `--codecs int4` with COCCL_CODEC_PLUGIN=int4) run
 // through their plug-in ABI device launchers (coccl::Codec::deviceEncode / deviceDecode /
@@ -50,6 +52,7 @@ struct Options {
   std::vector<std::string> codecs = {"fp8_ash_ds", "int8"};
   int iters = 20;
   int warmup = 5;
+  double zeros = 0.0;
   std::string json;
 };
 
@@ -87,6 +90,8 @@ Options parse(int argc, char** argv) {
       o.iters = std::max(1, std::stoi(next()));
     } else if (a == "--warmup") {
       o.warmup = std::max(0, std::stoi(next()));
+    } else if (a == "--zeros") {
+      o.zeros = std::min(1.0, std::max(0.0, std::stod(next())));
     } else if (a == "--json") {
       o.json = next();
     } else if (a == "--quick") {
@@ -96,7 +101,8 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: kernel_bench [--sizes MiB,..] [--dtypes bf16,fp32,fp16] "
-                   "[--codecs spec,..] [--iters N] [--warmup N] [--json FILE] [--quick]\n");
+                   "[--codecs spec,..] [--iters N] [--warmup N] [--zeros F] [--json FILE] "
+                   "[--quick]\n");
       std::exit(a == "--help" || a == "-h" ? 0 : 2);
     }
   }
@@ -162,8 +168,9 @@ int main(int argc, char** argv) {
   std::printf("# kernel_bench: %s, sm_%d%d, %d SMs, L2 %d MiB, SM clock %d MHz, mem clock %d MHz\n",
               prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.l2CacheSize >> 20,
               clockKHz / 1000, memClockKHz / 1000);
-  std::printf("# median of %d runs after %d warm-up runs; GB/s = bytes read + written / time\n",
-              o.iters, o.warmup);
+  std::printf("# median of %d runs after %d warm-up runs; GB/s = bytes read + written / time; "
+              "inputs %.0f%% zeros\n",
+              o.iters, o.warmup, 100.0 * o.zeros);
 
   std::vector<Row> rows;
   auto add = [&](const std::string& op, const std::string& codec, const std::string& dt, size_t mib,
@@ -184,7 +191,8 @@ int main(int argc, char** argv) {
       const size_t n = inBytes / esize;
       void* in = devAlloc(inBytes);
       void* out = devAlloc(inBytes);
-      kernel_bench::fillRandom(in, n, dt == cocclFloat32 ? 0 : (dt == cocclBfloat16 ? 1 : 2), 1);
+      kernel_bench::fillRandom(in, n, dt == cocclFloat32 ? 0 : (dt == cocclBfloat16 ? 1 : 2), 1,
+                               o.zeros);
       check(cudaDeviceSynchronize(), "fill");
       const double copyMs = timeMs(
           [&] { check(cudaMemcpyAsync(out, in, inBytes, cudaMemcpyDeviceToDevice), "memcpy"); },
@@ -200,8 +208,7 @@ int main(int argc, char** argv) {
           std::printf("# %s: no device operations, skipped\n", codec->spec().c_str());
           continue;
         }
-        const std::string name =
-            codec->name() + std::string(":") + std::to_string(viaAbi ? codec->blockElems() : size_t(d.block));
+        const std::string& name = spec;  // as given: "int4" and "int4:rotate=1" stay apart
         const size_t pb = viaAbi ? codec->encodedBytes(n, dt) : coccl::kernels::payloadBytes(d, dt, n);
         void* payload = devAlloc(pb);
         size_t wsBytes = 0;
@@ -228,7 +235,7 @@ int main(int argc, char** argv) {
         for (int r = 0; r < kMaxP; ++r) {
           pays[r] = devAlloc(pb);
           kernel_bench::fillRandom(out, n, dt == cocclFloat32 ? 0 : (dt == cocclBfloat16 ? 1 : 2),
-                                   100 + r);
+                                   100 + r, o.zeros);
           encode(out, pays[r]);
         }
         float* acc = static_cast<float*>(devAlloc(n * 4));
@@ -295,8 +302,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kernel_bench: cannot write %s\n", o.json.c_str());
       return 1;
     }
-    std::fprintf(f, "{\"device\": \"%s\", \"sms\": %d, \"iters\": %d, \"results\": [\n", prop.name,
-                 prop.multiProcessorCount, o.iters);
+    std::fprintf(f,
+                 "{\"device\": \"%s\", \"sms\": %d, \"iters\": %d, \"zeros\": %.4f, "
+                 "\"results\": [\n",
+                 prop.name, prop.multiProcessorCount, o.iters, o.zeros);
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::fprintf(f,
