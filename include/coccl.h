@@ -286,7 +286,9 @@ COCCL_API const char* cocclGetLastError(cocclComm_t comm);
 /* ---------------------------------------------------------------------------------------------
  * Collectives. All take counts in elements. Host buffers: returns when done. Device buffers:
  * enqueued on stream. Every error listed in the header comment applies; in particular
- * cocclInvalidArgument for a NULL buffer with count > 0, a bad datatype or op, root out of range.
+ * cocclInvalidArgument for a NULL buffer with count > 0, a bad datatype or op, root out of range,
+ * a count whose bytes overflow size_t or whose buffer would end past address 2^57 (more than
+ * any caller can hold), out-of-place buffers that overlap.
  * count == 0 is a no-op and NULL buffers are then accepted.
  * Agreement (host buffers): before any data moves, every rank sends every peer a 128-byte
  * descriptor of its call (collective, count, datatype, op, root, codec and its format version,
@@ -364,7 +366,7 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
  * the communicator. Not capturable into a CUDA graph. Exact Send/Recv on device buffers keep
  * the executor's own semantics (no header). README "Send/Recv".
  * Errors: cocclInvalidArgument (peer outside [0, nranks), a bad datatype, a NULL buffer with
- * count > 0); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
+ * count > 0, a buffer that would end past address 2^57); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
  * plus the header comment's); cocclSystemError (the peer did not post its side within
  * COCCL_TIMEOUT_MS). */
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,
@@ -401,7 +403,7 @@ COCCL_API cocclResult_t cocclCodecDestroy(cocclCodec_t codec);
 /* Bytes that `count` elements of `datatype` occupy on the wire when encoded by `codec`, for a
  * single chunk (exact; a collective's total also depends on how it is chunked, which
  * cocclCommGetLastCollStats reports after the call). Errors: cocclInvalidArgument (NULL,
- * unsupported datatype). */
+ * unsupported datatype, a count of more than 2^57 bytes). */
 COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
                                                cocclDataType_t datatype, size_t* bytes);
 

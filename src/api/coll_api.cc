@@ -29,18 +29,30 @@ size_t checkedBytes(size_t count, size_t mult, cocclDataType_t dt) {
   return count * mult * es;
 }
 
+// Above every user-space address of the 64-bit platforms coccl runs on (x86-64 with 5-level
+// paging: 2^56; arm64: 2^52; CUDA's unified addresses lie below): a buffer whose last byte
+// would be past it has a count its caller cannot hold (and p + bytes could wrap).
+constexpr uintptr_t kAddressLimit = uintptr_t{1} << 57;
+
 void checkBuffer(const void* p, size_t bytes, const char* name) {
   COCCL_CHECK_ARG(bytes == 0 || p != nullptr, "%s is NULL with a non-zero count", name);
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  COCCL_CHECK_ARG(bytes == 0 || (a < kAddressLimit && bytes <= kAddressLimit - a),
+                  "%s %p with %zu bytes ends past the largest user address (2^57): the count is "
+                  "more than the buffer can hold",
+                  name, p, bytes);
 }
 
-// out-of-place buffers must not overlap; in-place is only the documented position.
+// Out-of-place buffers must not overlap; in-place is only the documented position. `moved`
+// names the buffer that must sit at `inPlacePos` for an in-place call ("sendbuff" when it is
+// `in`, "recvbuff" when it is `out`); both buffers passed checkBuffer (no wrap).
 void checkOverlap(const void* in, size_t inBytes, const void* out, size_t outBytes,
-                  const void* inPlacePos) {
+                  const void* inPlacePos, const char* moved = "sendbuff") {
   if (!inBytes || !outBytes || in == inPlacePos) return;
   auto a = reinterpret_cast<uintptr_t>(in), b = reinterpret_cast<uintptr_t>(out);
   bool overlap = a < b + outBytes && b < a + inBytes;
-  COCCL_CHECK_ARG(!overlap,
-                  "sendbuff and recvbuff overlap but sendbuff is not at the in-place position");
+  COCCL_CHECK_ARG(!overlap, "sendbuff and recvbuff overlap but %s is not at the in-place position",
+                  moved);
 }
 
 // The codec of a *Codec call: NULL means the policy's choice; anything else must be a live
@@ -125,7 +137,8 @@ cocclResult_t doReduceScatter(const void* sendbuff, void* recvbuff, size_t recvc
         checkBuffer(sendbuff, in, "sendbuff");
         checkBuffer(recvbuff, out, "recvbuff");
         checkOverlap(recvbuff, out, sendbuff, in,
-                     static_cast<const char*>(sendbuff) + static_cast<size_t>(c.rank()) * out);
+                     static_cast<const char*>(sendbuff) + static_cast<size_t>(c.rank()) * out,
+                     "recvbuff (sendbuff + rank * recvcount)");
       },
       [=](uint64_t seq) {
         if (recvcount)
@@ -185,8 +198,8 @@ cocclResult_t doAllGatherDelta(const void* sendbuff, void* recvbuff, size_t send
       },
       [=](uint64_t seq) {
         if (sendcount)
-          comm->impl->runAllGatherDelta(request(seq, Coll::AllGather, sendbuff, recvbuff,
-                                                sendcount, dt, cocclSum, 0, codecOf(codec), stream),
+          comm->impl->runAllGatherDelta(request(seq, Coll::AllGather, sendbuff, recvbuff, sendcount,
+                                                dt, cocclSum, 0, codecOf(codec), stream),
                                         flags);
       });
 }
@@ -265,10 +278,10 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
                      "cocclAllGatherCodec");
 }
 
-COCCL_API cocclResult_t cocclAllGatherDelta(const void* sendbuff, void* recvbuff,
-                                            size_t sendcount, cocclDataType_t datatype,
-                                            cocclCodec_t codec, unsigned int flags,
-                                            cocclComm_t comm, cudaStream_t stream) {
+COCCL_API cocclResult_t cocclAllGatherDelta(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                            cocclDataType_t datatype, cocclCodec_t codec,
+                                            unsigned int flags, cocclComm_t comm,
+                                            cudaStream_t stream) {
   return doAllGatherDelta(sendbuff, recvbuff, sendcount, datatype, codec, flags, comm, stream);
 }
 

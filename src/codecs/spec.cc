@@ -22,8 +22,7 @@ std::string trim(const std::string& s) {
 }
 
 [[noreturn]] void bad(const ParsedSpec& spec, const std::string& what) {
-  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': %s", quoted(spec.text).c_str(),
-              quoted(what).c_str());
+  COCCL_THROW(cocclInvalidArgument, "codec spec '%s': %s", quoted(spec.text).c_str(), what.c_str());
 }
 
 }  // namespace
@@ -48,13 +47,13 @@ ParsedSpec parseSpec(const std::string& text) {
     std::string item =
         rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t eq = item.find('=');
-    if (eq == std::string::npos) bad(spec, "expected key=value, got '" + trim(item) + "'");
+    if (eq == std::string::npos) bad(spec, "expected key=value, got '" + quoted(trim(item)) + "'");
     std::string key = trim(item.substr(0, eq));
     std::string value = trim(item.substr(eq + 1));
-    if (key.empty()) bad(spec, "empty key in '" + trim(item) + "'");
-    if (value.empty()) bad(spec, "empty value for key '" + key + "'");
+    if (key.empty()) bad(spec, "empty key in '" + quoted(trim(item)) + "'");
+    if (value.empty()) bad(spec, "empty value for key '" + quoted(key) + "'");
     for (const auto& kv : spec.params)
-      if (kv.first == key) bad(spec, "key '" + key + "' given twice");
+      if (kv.first == key) bad(spec, "key '" + quoted(key) + "' given twice");
     spec.params.emplace_back(key, value);
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -85,7 +84,7 @@ long SpecReader::getIntOneOf(const char* key, long def, const std::vector<long>&
     std::string list;
     for (size_t i = 0; i < allowed.size(); ++i)
       list += (i ? ", " : "") + std::to_string(allowed[i]);
-    bad(spec_, std::string(key) + " must be one of " + list + " (got '" + *v + "')");
+    bad(spec_, std::string(key) + " must be one of " + list + " (got '" + quoted(*v) + "')");
   }
   return x;
 }
@@ -98,7 +97,7 @@ float SpecReader::getFloat(const char* key, float def, double lo, double hi) {
   float x = std::strtof(v->c_str(), &end);
   if (errno != 0 || end == v->c_str() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
     bad(spec_, std::string(key) + " must be a number in [" + formatFloat(static_cast<float>(lo)) +
-                   ", " + formatFloat(static_cast<float>(hi)) + "] (got '" + *v + "')");
+                   ", " + formatFloat(static_cast<float>(hi)) + "] (got '" + quoted(*v) + "')");
   return x == 0.0f ? 0.0f : x;  // -0 reads as 0: one canonical spec ("lambda=0") for both
 }
 
@@ -111,13 +110,14 @@ std::string SpecReader::getWord(const char* key, const std::string& def,
     if (allowed[i] == *v) return *v;
     list += (i ? ", " : "") + allowed[i];
   }
-  bad(spec_, std::string(key) + " must be one of " + list + " (got '" + *v + "')");
+  bad(spec_, std::string(key) + " must be one of " + list + " (got '" + quoted(*v) + "')");
 }
 
 void SpecReader::finish(const char* keys) const {
   for (size_t i = 0; i < used_.size(); ++i) {
     if (!used_[i])
-      bad(spec_, "unknown key '" + spec_.params[i].first + "' for codec " + spec_.name +
+      bad(spec_, "unknown key '" + quoted(spec_.params[i].first) + "' for codec " +
+                     quoted(spec_.name) +
                      (keys[0] ? std::string(" (keys: ") + keys + ")" : " (it takes no keys)"));
   }
 }

@@ -33,9 +33,15 @@ std::string opText(uint32_t op) {
   return op < sizeof(kOps) / sizeof(kOps[0]) ? kOps[op] : format("op %u", op);
 }
 
+// The descriptor keeps a spec's first sizeof(codec) - 1 characters; a longer one is shown cut,
+// with the hashes of the whole specs (two specs that differ past the cut still read apart).
 std::string codecText(const CallDesc& d) {
-  std::string s(d.codec, strnlen(d.codec, sizeof(d.codec)));
+  const size_t n = strnlen(d.codec, sizeof(d.codec));
+  std::string s(d.codec, n);
   if (s.empty()) s = "?";
+  if (n == sizeof(d.codec) - 1)
+    s += format("... (spec hash 0x%016llx|0x%016llx)", static_cast<unsigned long long>(d.codecHash),
+                static_cast<unsigned long long>(d.interHash));
   if (d.codecHash) s += format("@%u", d.codecFormat);
   return s;
 }
@@ -53,7 +59,6 @@ uint64_t callDescHash(const CallDesc& d) {
   c.eagerBytes = 0;
   return fnv1a64(&c, kCallDescHashedBytes);
 }
-
 
 CallDesc makeCallDesc(const CollRequest& r) {
   CallDesc d;

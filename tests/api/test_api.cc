@@ -2,6 +2,7 @@
 // input returns the documented code with a message and never crashes), groups.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -79,7 +80,8 @@ TEST(Api, OlderAndNewerConfigSizesAreAccepted) {
   old.size = offsetof(cocclConfig_t, codec);
   RunOptions oldOpts;
   oldOpts.config = old;
-  runRanks(1, Mode::Threads, [](Rank&) {}, oldOpts);
+  runRanks(
+      1, Mode::Threads, [](Rank&) {}, oldOpts);
   // A "newer" config: larger than ours; the unknown tail is ignored.
   struct Newer {
     cocclConfig_t base;
@@ -88,7 +90,39 @@ TEST(Api, OlderAndNewerConfigSizesAreAccepted) {
   newer.base.size = sizeof(Newer);
   RunOptions o;
   o.config = newer.base;
-  runRanks(1, Mode::Threads, [](Rank&) {}, o);
+  runRanks(
+      1, Mode::Threads, [](Rank&) {}, o);
+}
+
+// The messages of two argument errors (one rank: cocclGetLastError is the process's).
+TEST(Api, BufferErrorsSayWhatIsWrong) {
+  runRanks(1, Mode::Threads, [](Rank& r) {
+    std::vector<float> b(64);
+    const auto i8 = reinterpret_cast<int8_t*>(b.data());
+    EXPECT_EQ(cocclBroadcast(i8, i8, SIZE_MAX, cocclInt8, 0, r.comm, nullptr),
+              cocclInvalidArgument);
+    EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("ends past the largest user address"),
+              std::string::npos)
+        << cocclGetLastError(r.comm);
+    // ReduceScatter's in-place rule is about recvbuff (sendbuff + rank * recvcount).
+    EXPECT_EQ(
+        cocclReduceScatter(b.data(), b.data() + 1, 4, cocclFloat32, cocclSum, r.comm, nullptr),
+        cocclInvalidArgument);
+    EXPECT_NE(std::string(cocclGetLastError(r.comm)).find("recvbuff (sendbuff + rank * recvcount)"),
+              std::string::npos)
+        << cocclGetLastError(r.comm);
+    // A codec's wire size of a count no buffer holds is an error, not a wrapped size.
+    cocclCodec_t codec = nullptr;
+    ASSERT_EQ(cocclCodecCreate("int8", &codec), cocclSuccess);
+    size_t bytes = 7;
+    EXPECT_EQ(cocclCodecEncodedBytes(codec, size_t{1} << 61, cocclFloat16, &bytes),
+              cocclInvalidArgument);
+    EXPECT_EQ(bytes, 7u);
+    EXPECT_EQ(cocclCodecEncodedBytes(codec, (size_t{1} << 57) / 2, cocclFloat16, &bytes),
+              cocclSuccess);
+    EXPECT_GT(bytes, size_t{1} << 55);
+    EXPECT_EQ(cocclCodecDestroy(codec), cocclSuccess);
+  });
 }
 
 TEST(Api, CollectivesRejectBadArguments) {
@@ -101,19 +135,33 @@ TEST(Api, CollectivesRejectBadArguments) {
               cocclInvalidArgument);
     EXPECT_EQ(cocclAllReduce(a.data(), nullptr, 4, cocclFloat32, cocclSum, c, nullptr),
               cocclInvalidArgument);
-    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(12), cocclSum,
-                             c, nullptr),
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(12), cocclSum, c,
+                             nullptr),
               cocclInvalidArgument);
-    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(-1), cocclSum,
-                             c, nullptr),
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(-1), cocclSum, c,
+                             nullptr),
               cocclInvalidArgument);
-    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, static_cast<cocclRedOp_t>(5),
-                             c, nullptr),
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, static_cast<cocclRedOp_t>(5), c,
+                             nullptr),
               cocclInvalidArgument);
     // Partial overlap of send and receive buffers is not an in-place call.
     EXPECT_EQ(cocclAllReduce(a.data(), a.data() + 1, 4, cocclFloat32, cocclSum, c, nullptr),
               cocclInvalidArgument);
     EXPECT_EQ(cocclAllReduce(a.data(), b.data(), SIZE_MAX / 2, cocclFloat32, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    // Counts whose bytes fit size_t but whose buffers would run past the address space (found
+    // by a helper trying the API, 2026-12-06: Broadcast returned success and the heap was
+    // corrupted; AllReduce and AllGather crashed in UCX's pack).
+    const auto i8 = reinterpret_cast<int8_t*>(a.data());
+    EXPECT_EQ(cocclBroadcast(i8, i8, SIZE_MAX, cocclInt8, 0, c, nullptr), cocclInvalidArgument);
+    EXPECT_EQ(cocclReduce(i8, i8, SIZE_MAX, cocclInt8, cocclSum, 0, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllReduce(i8, i8, SIZE_MAX, cocclInt8, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclAllGather(i8, i8, SIZE_MAX / 2, cocclInt8, c, nullptr), cocclInvalidArgument);
+    EXPECT_EQ(cocclReduceScatter(i8, i8, SIZE_MAX / 2, cocclInt8, cocclSum, c, nullptr),
+              cocclInvalidArgument);
+    EXPECT_EQ(cocclSend(i8, size_t{1} << 62, cocclInt8, 1 - r.rank, c, nullptr),
               cocclInvalidArgument);
     EXPECT_EQ(cocclBroadcast(a.data(), a.data(), 4, cocclFloat32, 2, c, nullptr),
               cocclInvalidArgument);
@@ -202,10 +250,13 @@ TEST(Api, OneThreadDrivesSeveralCommunicatorsInAGroup) {
 TEST(Api, FinalizeThenDestroy) {
   RunOptions o;
   o.destroyComm = false;
-  runRanks(3, Mode::Threads, [](Rank& r) {
-    EXPECT_EQ(cocclCommFinalize(r.comm), cocclSuccess);
-    EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);
-  }, o);
+  runRanks(
+      3, Mode::Threads,
+      [](Rank& r) {
+        EXPECT_EQ(cocclCommFinalize(r.comm), cocclSuccess);
+        EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);
+      },
+      o);
   EXPECT_EQ(cocclCommDestroy(nullptr), cocclSuccess);
   EXPECT_EQ(cocclCommAbort(nullptr), cocclSuccess);
 }

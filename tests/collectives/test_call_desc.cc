@@ -107,6 +107,28 @@ TEST(CallDesc, CodecSpecAndFormatAreCompared) {
   EXPECT_NE(mismatch({a, h}).find("codec differs"), std::string::npos);
 }
 
+// Specs longer than the descriptor keeps that differ only past the cut (found by a helper
+// trying the API, 2026-12-06: both ranks were shown the same text): the whole specs' hashes
+// tell them apart in the message.
+TEST(CallDesc, LongSpecsThatDifferPastTheCutReadApart) {
+  CodecPtr x = makeCodec("fp8_ash_ds:alpha_max=1000");
+  CodecPtr y = makeCodec("fp8_ash_ds:alpha_max=1.5");
+  ASSERT_GT(x->spec().size(), sizeof(CallDesc{}.codec));
+  CollRequest r = req(Coll::AllReduce, 4096);
+  r.codec = x.get();
+  const CallDesc a = makeCallDesc(r);
+  r.codec = y.get();
+  const CallDesc b = makeCallDesc(r);
+  const std::string m = mismatch({a, b});
+  const size_t at = m.find("codec differs: ");
+  ASSERT_NE(at, std::string::npos) << m;
+  const size_t on0 = m.find(" on rank 0, ", at), on1 = m.find(" on rank 1", on0);
+  ASSERT_NE(on1, std::string::npos) << m;
+  const std::string t0 = m.substr(at + 15, on0 - at - 15), t1 = m.substr(on0 + 12, on1 - on0 - 12);
+  EXPECT_NE(t0, t1) << m;
+  EXPECT_NE(t0.find("... (spec hash 0x"), std::string::npos) << m;
+}
+
 TEST(CallDesc, ForeignDescriptorIsNamed) {
   CallDesc a = makeCallDesc(req(Coll::AllReduce, 1)), b = a;
   b.magic = 0x12345678u;

@@ -352,4 +352,26 @@ TEST(HostAlgorithm, RanksWithDifferentChunksOrNodesFailInit) {
   runRanks(4, Mode::Threads, [](Rank&) { ADD_FAILURE() << "init succeeded"; }, o);
 }
 
+// A chunk size far above the message (1 TiB, a valid COCCL_CHUNK_BYTES): the call's buffers
+// follow the message, not the chunk (found by a helper trying the API, 2026-12-06: a 4 KiB
+// int8 AllReduce on ring and one-shot failed with "out of memory" and broke the communicator).
+TEST(HostAlgorithm, ChunkFarAboveTheMessage) {
+  for (const char* algo : {"ring", "one-shot", "two-shot"}) {
+    RunOptions o;
+    o.config.chunkBytes = 1LL << 40;
+    o.config.algorithm = algo;
+    runRanks(3, Mode::Threads, [algo](Rank& r) {
+      cocclCodec_t codec = nullptr;
+      ASSERT_EQ(cocclCodecCreate("int8", &codec), cocclSuccess);
+      std::vector<float> in(1000, static_cast<float>(r.rank + 1)), out(1000, -1.0f);
+      ASSERT_EQ(cocclAllReduceCodec(in.data(), out.data(), in.size(), cocclFloat32, cocclSum,
+                                    codec, r.comm, nullptr),
+                cocclSuccess)
+          << algo << ": " << cocclGetLastError(r.comm);
+      for (float v : out) ASSERT_NEAR(v, 6.0f, 0.05f) << algo;
+      EXPECT_EQ(cocclCodecDestroy(codec), cocclSuccess);
+    }, o);
+  }
+}
+
 }  // namespace

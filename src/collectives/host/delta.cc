@@ -90,7 +90,8 @@ void HostExecutor::runAllGatherDelta(const CollRequest& r, CollStats& stats) {
   const int p = nranks(), me = rank();
   const cocclDataType_t dt = r.dt;
   const size_t count = r.count, es = dtypeSize(dt);
-  const size_t chunk = chunkElems(static_cast<size_t>(config().chunkBytes), es, codec.blockElems());
+  const size_t chunk =
+      chunkElemsFor(static_cast<size_t>(config().chunkBytes), es, codec.blockElems(), count);
   const size_t K = numChunks(count, chunk);
   if (K == 0) return;
   const uint64_t tag = nextCollectiveTag();

@@ -22,8 +22,8 @@ namespace {
 constexpr uint64_t kChunkMask = (uint64_t{1} << 23) - 1;
 
 struct OneShotSlot {
-  std::vector<PoolBuffer> in;  // the peers' payloads of the chunk (in[me] unused)
-  PoolBuffer enc;              // this rank's payload
+  std::vector<PoolBuffer> in;    // the peers' payloads of the chunk (in[me] unused)
+  PoolBuffer enc;                // this rank's payload
   std::vector<RequestPtr> reqs;  // declared last: destroyed (cancelled) before the buffers
 };
 
@@ -33,7 +33,8 @@ void oneShotAllReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
   COCCL_CHECK_INTERNAL(w.compressed(), "one-shot AllReduce: exact wires take two-shot or ring");
   const int p = c.nranks(), me = c.rank();
   const size_t es = w.elemSize();
-  const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
+  const size_t chunk =
+      chunkElemsFor(static_cast<size_t>(c.config().chunkBytes), es, w.align(), count);
   const size_t K = numChunks(count, chunk);
   if (K == 0) return;
   const uint64_t tag = c.nextCollectiveTag();

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/host/host_executor.h"
 #include "collectives/host/algorithms.h"
+#include "collectives/host/host_executor.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
 
@@ -21,7 +21,9 @@ uint64_t ringTag(uint64_t base, uint64_t phase, int step, size_t k) {
          (static_cast<uint64_t>(k) & ((uint64_t{1} << kChunkBits) - 1));
 }
 
-int mod(int a, int p) { return ((a % p) + p) % p; }
+int mod(int a, int p) {
+  return ((a % p) + p) % p;
+}
 
 struct Chunks {
   std::vector<PoolBuffer> buf;
@@ -81,10 +83,11 @@ void ringReduce(HostExecutor& c, const Wire& w, const char* in, char* out,
                 const std::vector<Range>& segs, bool allReduce) {
   const int p = c.nranks(), me = c.rank(), next = (me + 1) % p, prev = mod(me - 1, p);
   const size_t es = w.elemSize();
-  const size_t chunk = chunkElems(static_cast<size_t>(c.config().chunkBytes), es, w.align());
   size_t total = 0;
   for (auto& s : segs) total += s.count;
   if (total == 0) return;
+  const size_t chunk =
+      chunkElemsFor(static_cast<size_t>(c.config().chunkBytes), es, w.align(), total);
   const uint64_t tag = c.nextCollectiveTag();
   Transport& t = c.transport();
   Waiter& wt = c.waiter();
