@@ -287,8 +287,8 @@ COCCL_API const char* cocclGetLastError(cocclComm_t comm);
  * Collectives. All take counts in elements. Host buffers: returns when done. Device buffers:
  * enqueued on stream. Every error listed in the header comment applies; in particular
  * cocclInvalidArgument for a NULL buffer with count > 0, a bad datatype or op, root out of range,
- * a count whose bytes overflow size_t or whose buffer would end past address 2^57 (more than
- * any caller can hold), out-of-place buffers that overlap.
+ * a count whose bytes overflow size_t or exceed 2^57 (more than any buffer holds) or whose
+ * buffer would wrap the address space, out-of-place buffers that overlap.
  * count == 0 is a no-op and NULL buffers are then accepted.
  * Agreement (host buffers): before any data moves, every rank sends every peer a 128-byte
  * descriptor of its call (collective, count, datatype, op, root, codec and its format version,
@@ -366,7 +366,7 @@ COCCL_API cocclResult_t cocclReduce(const void* sendbuff, void* recvbuff, size_t
  * the communicator. Not capturable into a CUDA graph. Exact Send/Recv on device buffers keep
  * the executor's own semantics (no header). README "Send/Recv".
  * Errors: cocclInvalidArgument (peer outside [0, nranks), a bad datatype, a NULL buffer with
- * count > 0, a buffer that would end past address 2^57); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
+ * count > 0, a buffer of more than 2^57 bytes); cocclInvalidUsage (peer == own rank outside a group, the ends disagree as above,
  * plus the header comment's); cocclSystemError (the peer did not post its side within
  * COCCL_TIMEOUT_MS). */
 COCCL_API cocclResult_t cocclSend(const void* sendbuff, size_t count, cocclDataType_t datatype,

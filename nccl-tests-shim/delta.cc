@@ -100,6 +100,12 @@ ncclResult_t runDeltaAllGather(const CollOp& o) {
   ncclComm* c = o.comm;
   const size_t es = elemSize(o.type);
   if (!es) return fail(ncclInternalError, "ncclAllGather: delta for data type %d", o.type);
+  // recvbuff is read only by the copy below (coccl checks the shim's reference instead)
+  if (o.count != 0 && o.recv == nullptr)
+    return fail(ncclInvalidArgument, "ncclAllGather: recvbuff is NULL with a non-zero count");
+  if (o.count > SIZE_MAX / es / static_cast<size_t>(c->nranks))
+    return fail(ncclInvalidArgument, "ncclAllGather: count %zu overflows (%d ranks x %zu bytes)",
+                o.count, c->nranks, es);
   const size_t bytes = o.count * es * static_cast<size_t>(c->nranks);
   const bool device = isDeviceMemory(o.recv);
   const Driver* drv = device ? driver() : nullptr;

@@ -29,18 +29,18 @@ size_t checkedBytes(size_t count, size_t mult, cocclDataType_t dt) {
   return count * mult * es;
 }
 
-// Above every user-space address of the 64-bit platforms coccl runs on (x86-64 with 5-level
-// paging: 2^56; arm64: 2^52; CUDA's unified addresses lie below): a buffer whose last byte
-// would be past it has a count its caller cannot hold (and p + bytes could wrap).
-constexpr uintptr_t kAddressLimit = uintptr_t{1} << 57;
+// More bytes than any buffer holds (user space is below 2^57 on the 64-bit platforms coccl runs
+// on: x86-64 with 5-level paging 2^56, arm64 2^52; pointers may carry tags in their top bits,
+// so the limit is on the size, and the end must not wrap).
+constexpr size_t kMaxBufferBytes = size_t{1} << 57;
 
 void checkBuffer(const void* p, size_t bytes, const char* name) {
   COCCL_CHECK_ARG(bytes == 0 || p != nullptr, "%s is NULL with a non-zero count", name);
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  COCCL_CHECK_ARG(bytes == 0 || (a < kAddressLimit && bytes <= kAddressLimit - a),
-                  "%s %p with %zu bytes ends past the largest user address (2^57): the count is "
-                  "more than the buffer can hold",
-                  name, p, bytes);
+  COCCL_CHECK_ARG(bytes <= kMaxBufferBytes,
+                  "%s: %zu bytes is more than any buffer holds (2^57 bytes): the count is wrong",
+                  name, bytes);
+  COCCL_CHECK_ARG(bytes <= UINTPTR_MAX - reinterpret_cast<uintptr_t>(p),
+                  "%s %p with %zu bytes wraps past the end of the address space", name, p, bytes);
 }
 
 // Out-of-place buffers must not overlap; in-place is only the documented position. `moved`

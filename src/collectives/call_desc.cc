@@ -43,6 +43,7 @@ std::string codecText(const CallDesc& d) {
     s += format("... (spec hash 0x%016llx|0x%016llx)", static_cast<unsigned long long>(d.codecHash),
                 static_cast<unsigned long long>(d.interHash));
   if (d.codecHash) s += format("@%u", d.codecFormat);
+  if (d.interHash) s += format(" (inter @%u)", d.interFormat);
   return s;
 }
 

@@ -251,6 +251,10 @@ TEST(Policy, DeltaHealsNonFiniteAndResetsAfterAFailure) {
       }
       meet();
     }
+    // A NULL recvbuff (found by a review, 2026-12-06: the host copy from the reference wrote
+    // through it): an argument error on each rank, before any exchange.
+    EXPECT_EQ(a.ncclAllGather(s.data(), nullptr, m, ncclFloat32, c, nullptr),
+              ncclInvalidArgument);
     // Different counts: an error on both ranks, then an exact call of the shape.
     EXPECT_NE(a.ncclAllGather(s.data(), got[r].data(), r == 0 ? m : m / 2, ncclFloat32, c,
                               nullptr), ncclSuccess);
