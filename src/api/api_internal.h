@@ -29,6 +29,11 @@ struct cocclCodec {
 
 namespace coccl {
 
+// More bytes than any buffer holds (user space is below 2^57 on the 64-bit platforms coccl runs
+// on: x86-64 with 5-level paging 2^56, arm64 2^52; pointers may carry tags in their top bits,
+// so the argument checks limit the size, not the address).
+constexpr size_t kMaxBufferBytes = size_t{1} << 57;
+
 // Communication failures (a peer lost, a timeout, a transport or CUDA error): they break the
 // communicator; the others (bad arguments, ranks that disagree) leave it usable.
 inline bool isCommunicationError(cocclResult_t code) {

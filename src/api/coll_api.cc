@@ -29,11 +29,6 @@ size_t checkedBytes(size_t count, size_t mult, cocclDataType_t dt) {
   return count * mult * es;
 }
 
-// More bytes than any buffer holds (user space is below 2^57 on the 64-bit platforms coccl runs
-// on: x86-64 with 5-level paging 2^56, arm64 2^52; pointers may carry tags in their top bits,
-// so the limit is on the size, and the end must not wrap).
-constexpr size_t kMaxBufferBytes = size_t{1} << 57;
-
 void checkBuffer(const void* p, size_t bytes, const char* name) {
   COCCL_CHECK_ARG(bytes == 0 || p != nullptr, "%s is NULL with a non-zero count", name);
   COCCL_CHECK_ARG(bytes <= kMaxBufferBytes,
@@ -198,8 +193,8 @@ cocclResult_t doAllGatherDelta(const void* sendbuff, void* recvbuff, size_t send
       },
       [=](uint64_t seq) {
         if (sendcount)
-          comm->impl->runAllGatherDelta(request(seq, Coll::AllGather, sendbuff, recvbuff, sendcount,
-                                                dt, cocclSum, 0, codecOf(codec), stream),
+          comm->impl->runAllGatherDelta(request(seq, Coll::AllGather, sendbuff, recvbuff,
+                                                sendcount, dt, cocclSum, 0, codecOf(codec), stream),
                                         flags);
       });
 }
@@ -278,10 +273,10 @@ COCCL_API cocclResult_t cocclAllGatherCodec(const void* sendbuff, void* recvbuff
                      "cocclAllGatherCodec");
 }
 
-COCCL_API cocclResult_t cocclAllGatherDelta(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                            cocclDataType_t datatype, cocclCodec_t codec,
-                                            unsigned int flags, cocclComm_t comm,
-                                            cudaStream_t stream) {
+COCCL_API cocclResult_t cocclAllGatherDelta(const void* sendbuff, void* recvbuff,
+                                            size_t sendcount, cocclDataType_t datatype,
+                                            cocclCodec_t codec, unsigned int flags,
+                                            cocclComm_t comm, cudaStream_t stream) {
   return doAllGatherDelta(sendbuff, recvbuff, sendcount, datatype, codec, flags, comm, stream);
 }
 

@@ -367,10 +367,10 @@ COCCL_API cocclResult_t cocclCodecEncodedBytes(cocclCodec_t codec, size_t count,
     COCCL_CHECK_ARG(bytes, "bytes is NULL");
     COCCL_CHECK_ARG(codec->codec->supportsType(datatype), "codec %s does not encode type %d",
                     codec->codec->name(), static_cast<int>(datatype));
-    // No buffer holds more than 2^57 bytes (coll_api.cc's address limit); the codecs' size
-    // formulas stay far from size_t's wrap below it.
+    // No buffer holds more than kMaxBufferBytes; the codecs' size formulas stay far from
+    // size_t's wrap below it.
     const size_t es = dtypeSize(datatype);
-    COCCL_CHECK_ARG(count <= (size_t{1} << 57) / es,
+    COCCL_CHECK_ARG(count <= kMaxBufferBytes / es,
                     "count %zu of %zu-byte elements is more than any buffer holds (2^57 bytes)",
                     count, es);
     *bytes = codec->codec->encodedBytes(count, datatype);

@@ -20,7 +20,8 @@ struct Range {
 inline Range balancedShard(size_t n, int p, int r, size_t align) {
   const size_t units = (n + align - 1) / align;
   const size_t b = std::min(units * static_cast<size_t>(r) / static_cast<size_t>(p) * align, n);
-  const size_t e = std::min(units * static_cast<size_t>(r + 1) / static_cast<size_t>(p) * align, n);
+  const size_t e =
+      std::min(units * static_cast<size_t>(r + 1) / static_cast<size_t>(p) * align, n);
   return {b, e - b};
 }
 
@@ -50,9 +51,8 @@ inline size_t chunkElems(size_t chunkBytes, size_t elemSize, size_t align) {
 // `align` (the same chunks; a call's buffers are sized by its chunk, so a COCCL_CHUNK_BYTES of
 // a terabyte must not allocate one for a 4 KiB message).
 inline size_t chunkElemsFor(size_t chunkBytes, size_t elemSize, size_t align, size_t count) {
-  const size_t e = chunkElems(chunkBytes, elemSize, align);
-  const size_t whole = count / align + (count % align != 0);  // count in align units, rounded up
-  return whole < e / align ? (whole == 0 ? align : whole * align) : e;
+  const size_t units = count / align + (count % align != 0);  // the message, rounded up
+  return std::min(chunkElems(chunkBytes, elemSize, align), std::max<size_t>(units, 1) * align);
 }
 
 // Elements per chunk of a pipeline over shards of at most `longest` elements: chunkElems, made
@@ -74,9 +74,7 @@ inline size_t pipelineChunkElems(size_t chunkBytes, size_t elemSize, size_t alig
   return std::max(least, std::min(most, want));
 }
 
-inline size_t numChunks(size_t count, size_t chunk) {
-  return (count + chunk - 1) / chunk;
-}
+inline size_t numChunks(size_t count, size_t chunk) { return (count + chunk - 1) / chunk; }
 
 // Chunk k of a shard (clipped).
 inline Range chunkOf(const Range& shard, size_t chunk, size_t k) {

@@ -80,8 +80,7 @@ TEST(Api, OlderAndNewerConfigSizesAreAccepted) {
   old.size = offsetof(cocclConfig_t, codec);
   RunOptions oldOpts;
   oldOpts.config = old;
-  runRanks(
-      1, Mode::Threads, [](Rank&) {}, oldOpts);
+  runRanks(1, Mode::Threads, [](Rank&) {}, oldOpts);
   // A "newer" config: larger than ours; the unknown tail is ignored.
   struct Newer {
     cocclConfig_t base;
@@ -90,8 +89,7 @@ TEST(Api, OlderAndNewerConfigSizesAreAccepted) {
   newer.base.size = sizeof(Newer);
   RunOptions o;
   o.config = newer.base;
-  runRanks(
-      1, Mode::Threads, [](Rank&) {}, o);
+  runRanks(1, Mode::Threads, [](Rank&) {}, o);
 }
 
 // The messages of two argument errors (one rank: cocclGetLastError is the process's).
@@ -135,14 +133,14 @@ TEST(Api, CollectivesRejectBadArguments) {
               cocclInvalidArgument);
     EXPECT_EQ(cocclAllReduce(a.data(), nullptr, 4, cocclFloat32, cocclSum, c, nullptr),
               cocclInvalidArgument);
-    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(12), cocclSum, c,
-                             nullptr),
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(12), cocclSum,
+                             c, nullptr),
               cocclInvalidArgument);
-    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(-1), cocclSum, c,
-                             nullptr),
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, static_cast<cocclDataType_t>(-1), cocclSum,
+                             c, nullptr),
               cocclInvalidArgument);
-    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, static_cast<cocclRedOp_t>(5), c,
-                             nullptr),
+    EXPECT_EQ(cocclAllReduce(a.data(), b.data(), 4, cocclFloat32, static_cast<cocclRedOp_t>(5),
+                             c, nullptr),
               cocclInvalidArgument);
     // Partial overlap of send and receive buffers is not an in-place call.
     EXPECT_EQ(cocclAllReduce(a.data(), a.data() + 1, 4, cocclFloat32, cocclSum, c, nullptr),
@@ -250,13 +248,10 @@ TEST(Api, OneThreadDrivesSeveralCommunicatorsInAGroup) {
 TEST(Api, FinalizeThenDestroy) {
   RunOptions o;
   o.destroyComm = false;
-  runRanks(
-      3, Mode::Threads,
-      [](Rank& r) {
-        EXPECT_EQ(cocclCommFinalize(r.comm), cocclSuccess);
-        EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);
-      },
-      o);
+  runRanks(3, Mode::Threads, [](Rank& r) {
+    EXPECT_EQ(cocclCommFinalize(r.comm), cocclSuccess);
+    EXPECT_EQ(cocclCommDestroy(r.comm), cocclSuccess);
+  }, o);
   EXPECT_EQ(cocclCommDestroy(nullptr), cocclSuccess);
   EXPECT_EQ(cocclCommAbort(nullptr), cocclSuccess);
 }

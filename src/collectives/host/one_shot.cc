@@ -22,8 +22,8 @@ namespace {
 constexpr uint64_t kChunkMask = (uint64_t{1} << 23) - 1;
 
 struct OneShotSlot {
-  std::vector<PoolBuffer> in;    // the peers' payloads of the chunk (in[me] unused)
-  PoolBuffer enc;                // this rank's payload
+  std::vector<PoolBuffer> in;  // the peers' payloads of the chunk (in[me] unused)
+  PoolBuffer enc;              // this rank's payload
   std::vector<RequestPtr> reqs;  // declared last: destroyed (cancelled) before the buffers
 };
 

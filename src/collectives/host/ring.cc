@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/host/algorithms.h"
 #include "collectives/host/host_executor.h"
+#include "collectives/host/algorithms.h"
 #include "collectives/host/reduce.h"
 #include "core/error.h"
 
@@ -21,9 +21,7 @@ uint64_t ringTag(uint64_t base, uint64_t phase, int step, size_t k) {
          (static_cast<uint64_t>(k) & ((uint64_t{1} << kChunkBits) - 1));
 }
 
-int mod(int a, int p) {
-  return ((a % p) + p) % p;
-}
+int mod(int a, int p) { return ((a % p) + p) % p; }
 
 struct Chunks {
   std::vector<PoolBuffer> buf;
