@@ -1,11 +1,14 @@
 // tah device operations, bit for bit the host's (tah_host.cc) from the same scalar math
-// (tah_math.h, --fmad=false, _rn intrinsics). The tile kernels work on batches of 32 tiles a
-// warp, a lane a tile, through shared memory (tah_slab.cuh); tiles that need the 64-point
-// transform go to groups of 8 lanes (tah_group.cuh). Encode is four kernels (tah_encode.cuh):
-// the tiles' entropy sums, the rows' keys (one thread a row), the 3-bit row selection (one CTA:
+// (tah_math.h, --fmad=false, _rn intrinsics). The tile kernels keep a tile in registers across
+// a group of 8 lanes, 8 values a lane, a warp on 4 tiles at a time (tah_quad.cuh); the 64-point
+// transform is the group's shuffles (tah_group.cuh). Encode is four kernels: the tiles' entropy
+// sums and the rows' keys (one thread a row; tah_encode.cuh), the 3-bit row selection (one CTA:
 // radix select of the n3-th key, ties by index, then the bit map and prefixes; tah_select.cuh),
-// the tiles; decode is one (tah_decode.cuh). Launchers only enqueue on `stream`.
+// the tiles (tah_encode_tiles.cuh); decode is one (tah_decode.cuh). Launchers only enqueue on
+// `stream`.
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include "tah_codec.h"
 #include "tah_math.h"
@@ -47,8 +50,10 @@ unsigned gridFor(size_t items, size_t per) {
 
 // Each needs the ones before it:
 // clang-format off
-#include "tah_slab.cuh"
+#include "tah_lane.cuh"
 #include "tah_group.cuh"
+#include "tah_quad.cuh"
+#include "tah_encode_tiles.cuh"
 #include "tah_encode.cuh"
 #include "tah_decode.cuh"
 // clang-format on
@@ -57,19 +62,34 @@ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+// f(dt, scaled) with the input's dtype and whether it is scaled as compile-time constants
+// (std::integral_constant / std::bool_constant): the encode kernels' instances.
+template <class F>
+void withInput(int dtype, bool scaled, const F& f) {
+  using F32 = std::integral_constant<int, TAH_DT_F32>;
+  using F16 = std::integral_constant<int, TAH_DT_F16>;
+  using BF16 = std::integral_constant<int, TAH_DT_BF16>;
+  if (dtype == TAH_DT_F32)
+    scaled ? f(F32{}, std::true_type{}) : f(F32{}, std::false_type{});
+  else if (dtype == TAH_DT_F16)
+    scaled ? f(F16{}, std::true_type{}) : f(F16{}, std::false_type{});
+  else
+    scaled ? f(BF16{}, std::true_type{}) : f(BF16{}, std::false_type{});
+}
+
 #ifndef COCCL_DEVICE_EMULATION  // test_tah_device_emulated.cc (tests/plugins/tah) launches
                                 // the kernels above as host code (tests/gpu/emu) itself
 int launched() {
   return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
 }
 
-// CTAs for a tile kernel: one a kWarps batches of kBatch tiles, at most the resident grid (the
-// kernel's occupancy times the current device's multiprocessors).
-template <auto Kernel>
-unsigned residentGrid(const Geo& g) {
+// CTAs of Threads threads for a kernel whose CTA takes `per` tiles, at most the resident grid
+// (the kernel's occupancy times the current device's multiprocessors).
+template <auto Kernel, int Threads>
+unsigned residentGrid(const Geo& g, size_t per) {
   static const int perSm = [] {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, kThreads, 0) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, Threads, 0) != cudaSuccess ||
         n < 1)
       n = 1;
     return n;
@@ -78,9 +98,14 @@ unsigned residentGrid(const Geo& g) {
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
     sms = 1;
-  const size_t need = gridFor(g.L.tiles, static_cast<size_t>(kBatch) * kWarps);
+  const size_t need = gridFor(g.L.tiles, per);
   const size_t cap = static_cast<size_t>(perSm) * static_cast<size_t>(sms);
   return static_cast<unsigned>(need < 1 ? 1 : (need < cap ? need : cap));
+}
+// A quad kernel's grid: a warp `quads` quads at least.
+template <auto Kernel>
+unsigned quadGrid(const Geo& g, int quads = 1) {
+  return residentGrid<Kernel, kQuadThreads>(g, kQuadTiles * (kQuadThreads / 32) * quads);
 }
 
 // The encode workspace `ws` (256-aligned): the rows' keys, then the tiles' sums.
@@ -98,8 +123,10 @@ int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, f
   uint32_t* keys = keysIn(ws);
   if (g.L.n3 > 0) {
     float2* sums = sumsIn(ws, g.L);
-    tileSumsKernel<<<residentGrid<tileSumsKernel>(g), kThreads, 0, stream>>>(in, dtype, g, scale,
-                                                                             vec, sums);
+    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
+      constexpr auto K = tileSumsKernel<decltype(dt)::value, decltype(sc)::value>;
+      K<<<quadGrid<K>(g, kSumQuads), kQuadThreads, 0, stream>>>(in, g, scale, vec, sums);
+    });
     if (launched()) return COCCL_CODEC_E_CUDA;
     rowKeysKernel<<<gridFor(g.L.rows, 256), 256, 0, stream>>>(sums, g, keys);
     if (launched()) return COCCL_CODEC_E_CUDA;
@@ -108,15 +135,20 @@ int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, f
                                                  static_cast<uint32_t>(g.L.n3),
                                                  reinterpret_cast<uint32_t*>(out));
   if (launched()) return COCCL_CODEC_E_CUDA;
-  encodeTilesKernel<<<residentGrid<encodeTilesKernel>(g), kThreads, 0, stream>>>(
-      in, dtype, g, scale, t->had != 0, vec, out);
+  withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
+    constexpr int Dt = decltype(dt)::value;
+    constexpr bool Scaled = decltype(sc)::value;
+    constexpr auto K = encodeTilesKernel<Dt, Scaled>;
+    K<<<quadGrid<K>(g, EncodeStep<Dt, Scaled>::kQuads), kQuadThreads, 0, stream>>>(
+        in, g, scale, t->had != 0, vec, out);
+  });
   return launched();
 }
 
 template <int Mode>
 int decodeMode(const Inputs& ins, int n, int self, const void* selfIn, float scale, const Geo& g,
                int dtype, bool vec, void* out, cudaStream_t stream) {
-  decodeTilesKernel<Mode><<<residentGrid<decodeTilesKernel<Mode>>(g), kThreads, 0, stream>>>(
+  decodeTilesKernel<Mode><<<quadGrid<decodeTilesKernel<Mode>>(g), kQuadThreads, 0, stream>>>(
       ins, n, self, selfIn, scale, g, dtype, vec, out);
   return launched();
 }

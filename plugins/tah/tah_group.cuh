@@ -1,8 +1,8 @@
 // tah's tile math across a group of 8 lanes (included by tah_device.cu, inside its anonymous
 // namespace): lane j of the group holds tile elements 8j .. 8j+7, so the host's trees
-// (tah_tile_sum, tah_wht64) are the group's shuffle patterns. The tile kernels hand a group the
-// rare tiles that need a 64-point transform: an encode tile that is a pivot candidate, a decode
-// tile with the Hadamard flag.
+// (tah_tile_sum, tah_wht64) are the group's shuffle patterns. The tile kernels call these for
+// the rare tiles that need a 64-point transform: an encode tile that is a pivot candidate, a
+// decode tile with the Hadamard flag.
 #pragma once
 
 __device__ __forceinline__ unsigned groupMask() {
@@ -132,13 +132,4 @@ __device__ void gDecodeTile(unsigned m, const uint8_t* pay, const tah_layout_t& 
     gWht(m, d);
     gSwap(m, d, flag & TAH_FLAG_PIVOT);
   }
-}
-
-// The i-th set bit of `todo` for group g of the warp (the warp's rare tiles, 4 at a time),
-// -1 when fewer are set; *todo loses its 4 lowest bits.
-__device__ __forceinline__ int gTake(unsigned* todo) {
-  unsigned mm = *todo;
-  for (int k = 0; k < static_cast<int>((threadIdx.x & 31u) >> 3); ++k) mm &= mm - 1u;
-  for (int k = 0; k < 4; ++k) *todo &= *todo - 1u;
-  return mm ? __ffs(mm) - 1 : -1;
 }

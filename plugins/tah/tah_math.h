@@ -36,6 +36,7 @@
 #ifndef TAH_MATH_H_
 #define TAH_MATH_H_
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -51,12 +52,14 @@
 #define TAH_SUB(a, b) __fsub_rn((a), (b))
 #define TAH_MUL(a, b) __fmul_rn((a), (b))
 #define TAH_DIV(a, b) __fdiv_rn((a), (b))
+#define TAH_FMA(a, b, c) __fmaf_rn((a), (b), (c))
 #define TAH_POPC(x) __popc(x)
 #else
 #define TAH_ADD(a, b) ((a) + (b))
 #define TAH_SUB(a, b) ((a) - (b))
 #define TAH_MUL(a, b) ((a) * (b))
 #define TAH_DIV(a, b) ((a) / (b))
+#define TAH_FMA(a, b, c) fmaf((a), (b), (c))
 #define TAH_POPC(x) __builtin_popcount(x)
 #endif
 

@@ -35,6 +35,14 @@ inline unsigned __shfl_up_sync(unsigned mask, unsigned v, int delta, int width =
   const int lane = emuLane(), lo = lane & ~(width - 1);
   return emuGather(mask, v, lane - delta >= lo ? lane - delta : lane);
 }
+inline float __shfl_down_sync(unsigned mask, float v, int delta, int width = 32) {
+  const int lane = emuLane(), hi = (lane & ~(width - 1)) + width;
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u = emuGather(mask, u, lane + delta < hi ? lane + delta : lane);
+  std::memcpy(&v, &u, 4);
+  return v;
+}
 inline unsigned __match_any_sync(unsigned mask, unsigned v) {
   unsigned peers = mask;
   for (int b = 0; b < 32; ++b) {
@@ -82,10 +90,9 @@ void launch(size_t blocks, unsigned threads, const std::function<void()>& body) 
   }
 }
 
-// tah_device.cu's encodeOn and decodeOn, with the emulated launches; the batch loops get at
-// most 3 CTAs, so that they run several times.
-unsigned emuGrid(const Geo& g) {
-  const unsigned need = gridFor(g.L.tiles, static_cast<size_t>(kBatch) * kWarps);
+// tah_device.cu's encodeOn and decodeOn, with the emulated launches.
+unsigned emuQuadGrid(const Geo& g) {  // the quad kernels: at most 3 CTAs, several quads a warp
+  const unsigned need = gridFor(g.L.tiles, static_cast<size_t>(kQuadTiles) * (kQuadThreads / 32));
   return need < 1 ? 1 : (need < 3 ? need : 3);
 }
 void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
@@ -95,21 +102,29 @@ void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count,
   uint32_t* keys = static_cast<uint32_t*>(ws);
   if (g.L.n3 > 0) {
     float2* sums = reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * g.L.rows));
-    launch(emuGrid(g), kThreads, [&] { tileSumsKernel(in, dtype, g, scale, vec, sums); });
+    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
+      launch(emuQuadGrid(g), kQuadThreads, [&] {
+        tileSumsKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, vec, sums);
+      });
+    });
     launch(gridFor(g.L.rows, 64), 64, [&] { rowKeysKernel(sums, g, keys); });
   }
   launch(1, kSelectThreads, [&] {
     selectKernel(keys, static_cast<uint32_t>(g.L.rows), static_cast<uint32_t>(g.L.n3),
                  reinterpret_cast<uint32_t*>(out));
   });
-  launch(emuGrid(g), kThreads,
-         [&] { encodeTilesKernel(in, dtype, g, scale, t->had != 0, vec, out); });
+  withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
+    launch(emuQuadGrid(g), kQuadThreads, [&] {
+      encodeTilesKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, t->had != 0, vec,
+                                                                   out);
+    });
+  });
 }
 void emuDecode(const tah_instance_t* t, const Inputs& ins, int n, int mode, int self,
                const void* selfIn, float scale, size_t count, int dtype, void* out) {
   const Geo g = geoOf(t, count);
   const bool vec = aligned16(out) && (mode != 2 || aligned16(selfIn));
-  launch(emuGrid(g), kThreads, [&] {
+  launch(emuQuadGrid(g), kQuadThreads, [&] {
     if (mode == 0) decodeTilesKernel<0>(ins, n, self, selfIn, scale, g, dtype, vec, out);
     if (mode == 1) decodeTilesKernel<1>(ins, n, self, selfIn, scale, g, dtype, vec, out);
     if (mode == 2) decodeTilesKernel<2>(ins, n, self, selfIn, scale, g, dtype, vec, out);
@@ -183,6 +198,30 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
     one.p[0] = hp[1].data();
     emuDecode(t, one, 1, 0, 0, nullptr, 1.0f, n, dtype, dout.data());
     ASSERT_EQ(dout, ho) << "decode dtype " << dtype;
+    {  // garbage: random bytes, and a valid payload whose header and metas are random (rows
+       // outside the code section, 3-bit rows anywhere, NaN / Inf / negative scales and zeros)
+      std::mt19937 gen(7 + dtype);
+      std::vector<uint8_t> junk(pb), bent = hp[1];
+      for (uint8_t& b : junk) b = static_cast<uint8_t>(gen());
+      for (size_t i = 0; i < lay.codeOff && i < bent.size(); ++i)
+        if (gen() % 4 == 0) bent[i] = static_cast<uint8_t>(gen());
+      for (const std::vector<uint8_t>* g : {&junk, &bent}) {
+        std::vector<uint8_t> hg(n * es), dg(n * es, 0xEE);
+        D->host.decode(instP, g->data(), n, dtype, hg.data(), hw);
+        Inputs gi{};
+        gi.p[0] = g->data();
+        emuDecode(t, gi, 1, 0, 0, nullptr, 1.0f, n, dtype, dg.data());
+        ASSERT_EQ(dg, hg) << "garbage decode dtype " << dtype << (g == &junk ? " junk" : " bent");
+        std::vector<float> hacc(n, 0.5f), dacc(n, 0.5f);
+        const void* hg2[2] = {g->data(), hp[0].data()};
+        Inputs gi2{};
+        gi2.p[0] = g->data(), gi2.p[1] = hp[0].data();
+        D->host.decodeAccumulate(instP, hg2, 2, n, dtype, hacc.data(), hw);
+        emuDecode(t, gi2, 2, 1, 0, nullptr, 1.0f, n, dtype, dacc.data());
+        ASSERT_EQ(0, std::memcmp(hacc.data(), dacc.data(), 4 * n))
+            << "garbage decodeAccumulate dtype " << dtype;
+      }
+    }
     std::vector<float> ha(n), da(n);
     for (size_t i = 0; i < n; ++i) ha[i] = da[i] = 0.125f * static_cast<float>(i % 5);
     D->host.decodeAccumulate(instP, hIns, 3, n, dtype, ha.data(), hw);
