@@ -1,7 +1,8 @@
 // tah plug-in: the device operations give the host's bytes, for encode, decode,
 // decodeAccumulate and decodeReduceEncode on fp32, fp16 and bf16 (several shapes: partial last
-// rows, outlier channels, equal rows), then encode / decode of 256 MiB bf16 timed beside a
-// device-to-device copy. Usage: test_tah_device <libcoccl-codec-tah.so> [--no-perf]
+// rows, outlier channels, equal rows; decode also of garbage payloads), then encode / decode of
+// 256 MiB bf16 timed beside a device-to-device copy.
+// Usage: test_tah_device <libcoccl-codec-tah.so> [--no-perf]
 // Exit 0: identical; 1: a difference or a failure; 77: no CUDA device (ctest: skipped).
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "coccl_codec.h"
+#include "tah_codec.h"  // tah_instance_t: the garbage payloads' header size
 #include "tah_math.h"
 
 namespace {
@@ -58,6 +60,22 @@ void expectSame(const std::vector<uint8_t>& host, const std::vector<uint8_t>& de
   } else {
     std::printf("ok   %s (%zu bytes)\n", what.c_str(), host.size());
   }
+}
+
+// Decoded values: the same bits, except that any two NaNs of an fp32 output are alike (a GPU's
+// arithmetic gives its canonical NaN where the host's keeps an input NaN's payload; 16-bit
+// outputs convert every NaN to the same constant on both).
+void expectSameValues(const std::vector<uint8_t>& host, const std::vector<uint8_t>& dev, int dtype,
+                      const std::string& what) {
+  if (dtype != TAH_DT_F32 || host.size() != dev.size()) return expectSame(host, dev, what);
+  std::vector<uint8_t> d = dev;
+  for (size_t i = 0; i + 4 <= d.size(); i += 4) {
+    float a, b;
+    std::memcpy(&a, &host[i], 4);
+    std::memcpy(&b, &d[i], 4);
+    if (a != a && b != b) std::memcpy(&d[i], &host[i], 4);
+  }
+  expectSame(host, d, what);
 }
 
 std::vector<uint8_t> input(size_t n, size_t R, int dtype, int kind, unsigned seed) {
@@ -105,6 +123,24 @@ void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int
   D->device.decode(inst, upload(dPay, pay[1]), n, dtype, dOut.p, dws.p, s);
   CK(cudaStreamSynchronize(s));
   expectSame(hOut, toHost(dOut.p, n * es), "decode " + tag);
+  // garbage: random bytes, and a valid payload whose header and metas are partly random (rows
+  // outside the code section, 3-bit rows anywhere, NaN / Inf / negative scales and zeros)
+  {
+    std::mt19937 gen(static_cast<unsigned>(n + dtype));
+    std::vector<uint8_t> junk(pb), bent = pay[1];
+    for (uint8_t& b : junk) b = static_cast<uint8_t>(gen());
+    const size_t codeOff = tah_layout(n, R, static_cast<const tah_instance_t*>(inst)->lowL).codeOff;
+    for (size_t i = 0; i < codeOff && i < bent.size(); ++i)
+      if (gen() % 4 == 0) bent[i] = static_cast<uint8_t>(gen());
+    for (const auto* g : {&junk, &bent}) {
+      D->host.decode(inst, g->data(), n, dtype, hOut.data(), hw);
+      D->device.decode(inst, upload(dPay, *g), n, dtype, dOut.p, dws.p, s);
+      CK(cudaStreamSynchronize(s));
+      expectSameValues(hOut, toHost(dOut.p, n * es), dtype,
+                       std::string("garbage decode (") + (g == &junk ? "random" : "bent header") +
+                           ") " + tag);
+    }
+  }
   // decodeAccumulate of three payloads onto a non-zero acc
   std::vector<float> acc(n);
   for (size_t i = 0; i < n; ++i) acc[i] = 0.25f * static_cast<float>(i % 7);
