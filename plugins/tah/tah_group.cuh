@@ -103,33 +103,3 @@ __device__ bool gHadamardWins(unsigned m, const float* x, int q, unsigned* c, ui
   for (int k = 0; k < 8; ++k) y[k] = tah_fin(y[k]);
   return gQuantize(m, y, x, q, true, p, c, meta, flag) < errPlain;
 }
-
-// The group's 8 decoded fp32 values of tile (r, t) of a payload (tah_host.cc's decodeTile).
-__device__ void gDecodeTile(unsigned m, const uint8_t* pay, const tah_layout_t& L, uint32_t R,
-                            size_t r, size_t t, float* d) {
-  const int j = threadIdx.x & 7;
-  int three = 0;
-  size_t off = 0;
-  if (!tah_row_place(pay, &L, R, r, &three, &off)) {
-    for (int k = 0; k < 8; ++k) d[k] = 0.0f;
-    return;
-  }
-  const size_t tile = r * (R / TAH_TILE) + t;
-  const uint32_t meta = reinterpret_cast<const uint32_t*>(pay + L.metaOff)[tile];
-  const unsigned flag = pay[L.flagOff + tile];
-  float z, s;
-  tah_meta_zs(meta, flag, &z, &s);
-  const uint8_t* c = pay + L.codeOff + off + t * (three ? 24 : 32);
-  uint32_t w;
-  int bits;
-  if (three) {
-    w = c[3 * j] | c[3 * j + 1] << 8 | static_cast<uint32_t>(c[3 * j + 2]) << 16, bits = 3;
-  } else {
-    w = reinterpret_cast<const uint32_t*>(c)[j], bits = 4;
-  }
-  for (int k = 0; k < 8; ++k) d[k] = tah_value((w >> (bits * k)) & ((1u << bits) - 1u), z, s);
-  if (flag & TAH_FLAG_HAD) {
-    gWht(m, d);
-    gSwap(m, d, flag & TAH_FLAG_PIVOT);
-  }
-}
