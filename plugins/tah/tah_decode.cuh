@@ -21,7 +21,7 @@ __device__ __noinline__ void decodeSlow(uint32_t w, int three, uint32_t meta, un
 
 // tah_value(c, z, s) = z + (m - 2^23) s for m = 2^23 + c (c's bits in m's mantissa); the fused
 // m s - 2^23 s is that product exactly, rounded once as tah_value's is, where 2^23 s is finite
-// and s is +0 or positive (a negative s would give -0 for c = 0 where the product gives +0).
+// and s is +0 or positive (for a negative s and c = 0 the product is -0, the fused form +0).
 template <int B>
 __device__ __forceinline__ void values8(uint32_t w, float z, float s, float* d) {
   const float k = -TAH_MUL(s, 8388608.0f);

@@ -1,7 +1,7 @@
 // tah's register-resident tile layout (included by tah_device.cu, inside its anonymous namespace,
 // after tah_lane.cuh and tah_group.cuh): a warp takes a quad of 4 consecutive tiles at a time,
 // group g of 8 lanes tile g of the quad, lane j of the group elements 8j .. 8j+7 (one 16-byte
-// load of a 16-bit input). A warp walks a contiguous range of quads, so a lane's row (a 64-bit
+// load of a 16-bit input). A warp walks a contiguous range of quads, so a lane's row (a
 // division) and the row's place in a payload's code section (the header's popcount) are looked
 // up once a row, not once a tile. The group layout is tah_group.cuh's, so the rare tiles that
 // need the 64-point transform are the group's shuffles in place.
