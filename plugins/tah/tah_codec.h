@@ -17,7 +17,14 @@ typedef struct {
   uint32_t lowL;   /* fraction of 3-bit rows, in units of 1/10000 */
   uint32_t strict; /* 1: a count that is not a multiple of row is refused (E_INVALID) */
   uint32_t had;    /* 1: pivot swap + Hadamard for outlier tiles (0: ablation, plain tiles only) */
+  uint32_t scope;  /* where the 3-bit rows are the lowest-entropy fraction: TAH_SCOPE_* */
 } tah_instance_t;
+
+/* scope=group (the default): of each group of 32 rows, the fraction the group's end adds
+ * (tah_group_low), so that encode reads its input once; scope=message: of the whole message
+ * (TAH-Quant's rule), which needs every row's entropy before any row is coded. */
+#define TAH_SCOPE_GROUP 0u
+#define TAH_SCOPE_MESSAGE 1u
 
 int tah_dtype_ok(int dtype);
 /* 0 when count is acceptable for the instance (strict: a multiple of row), else E_INVALID. */

@@ -8,6 +8,9 @@
 // `stream`.
 #include <cuda_runtime.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <type_traits>
 
 #include "tah_codec.h"
@@ -27,6 +30,7 @@ struct Geo {
   tah_layout_t L;
   size_t count;
   uint32_t R, T;  // elements and tiles of a row
+  uint32_t low;   // the instance's lowL
 };
 
 Geo geoOf(const tah_instance_t* t, size_t count) {
@@ -35,6 +39,7 @@ Geo geoOf(const tah_instance_t* t, size_t count) {
   g.count = count;
   g.R = t->row;
   g.T = t->row / TAH_TILE;
+  g.low = t->lowL;
   return g;
 }
 
@@ -116,25 +121,66 @@ float2* sumsIn(void* ws, const tah_layout_t& L) {
   return reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * L.rows));
 }
 
+// select=group's encode: one pass (encodeGroupsKernel) unless COCCL_TAH_ENCODE=twopass, read
+// once a process. COCCL_TAH_GROUP_CTAS=N overrides the one-pass grid (tuning).
+bool onePass() {
+  static const bool one = [] {
+    const char* v = getenv("COCCL_TAH_ENCODE");
+    return !(v && strcmp(v, "twopass") == 0);
+  }();
+  return one;
+}
+// The one-pass grid: the groups in flight (a CTA's group of 32 rows of input) within half the
+// L2, so that the coding pass re-reads them from it; at most the resident grid.
+template <auto Kernel>
+unsigned groupGrid(const Geo& g, size_t elemBytes) {
+  static const long over = [] {
+    const char* v = getenv("COCCL_TAH_GROUP_CTAS");
+    return v ? strtol(v, nullptr, 10) : 0L;
+  }();
+  int dev = 0, l2 = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
+    l2 = 0;
+  const size_t group = 32 * static_cast<size_t>(g.R) * elemBytes;
+  size_t n = over > 0 ? static_cast<size_t>(over) : static_cast<size_t>(l2) / 2 / group;
+  const size_t res = residentGrid<Kernel, kQuadThreads>(g, 1);  // capped by the tiles as well
+  if (n > res) n = res;
+  if (n > g.L.groups) n = g.L.groups;
+  return static_cast<unsigned>(n < 1 ? 1 : n);
+}
+
 int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, float scale,
              uint8_t* out, void* ws, cudaStream_t stream) {
   const Geo g = geoOf(t, count);
-  const bool vec = aligned16(in);
+  const bool vec = aligned16(in), group = t->scope == TAH_SCOPE_GROUP;
   uint32_t* keys = keysIn(ws);
+  float2* sums = sumsIn(ws, g.L);
+  uint32_t* hdr = reinterpret_cast<uint32_t*>(out);
+  if (group && g.L.n3 > 0 && onePass()) {
+    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
+      constexpr int Dt = decltype(dt)::value;
+      constexpr auto K = encodeGroupsKernel<Dt, decltype(sc)::value>;
+      K<<<groupGrid<K>(g, Dt == TAH_DT_F32 ? 4 : 2), kQuadThreads, 0, stream>>>(
+          in, g, scale, t->had != 0, vec, sums, out);
+    });
+    return launched();
+  }
   if (g.L.n3 > 0) {
-    float2* sums = sumsIn(ws, g.L);
     withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
       constexpr auto K = tileSumsKernel<decltype(dt)::value, decltype(sc)::value>;
       K<<<quadGrid<K>(g, kSumQuads), kQuadThreads, 0, stream>>>(in, g, scale, vec, sums);
     });
     if (launched()) return COCCL_CODEC_E_CUDA;
-    rowKeysKernel<<<gridFor(g.L.rows, 256), 256, 0, stream>>>(sums, g, keys);
+    rowKeysKernel<<<gridFor(g.L.rows, 256), 256, 0, stream>>>(sums, g, keys,
+                                                              group ? hdr : nullptr);
     if (launched()) return COCCL_CODEC_E_CUDA;
   }
-  selectKernel<<<1, kSelectThreads, 0, stream>>>(keys, static_cast<uint32_t>(g.L.rows),
-                                                 static_cast<uint32_t>(g.L.n3),
-                                                 reinterpret_cast<uint32_t*>(out));
-  if (launched()) return COCCL_CODEC_E_CUDA;
+  if (!group || g.L.n3 == 0) {  // select=message's header (or every group's words zero)
+    selectKernel<<<1, kSelectThreads, 0, stream>>>(keys, static_cast<uint32_t>(g.L.rows),
+                                                   static_cast<uint32_t>(g.L.n3), hdr);
+    if (launched()) return COCCL_CODEC_E_CUDA;
+  }
   withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
     constexpr int Dt = decltype(dt)::value;
     constexpr bool Scaled = decltype(sc)::value;

@@ -302,23 +302,23 @@ __device__ __forceinline__ void fromStage(const Stage& S, int i, float* x) {
   for (int k = 0; k < 8; ++k) x[k] = tah_float(w[k]);
 }
 
-// Dt: the input's dtype; Scaled: fin(x * scale) is encoded (a decodeReduceEncode of one input).
+// The flag section's padding (one thread of the grid).
+__device__ __forceinline__ void zeroFlagPad(const tah_layout_t& L, uint8_t* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;
+}
+
+// The calling warp codes the tiles of quads [q0, q1) (uniform across the warp) by the payload's
+// header, already written. S: the warp's stage; sc: the lane's scratch (laneScratch).
 template <int Dt, bool Scaled>
-__global__ void __launch_bounds__(kQuadThreads)
-    encodeTilesKernel(const void* in, Geo geo, float scale, bool had, bool vec, uint8_t* out) {
+__device__ __forceinline__ void encodeQuads(const void* in, const Geo& geo, float scale, bool had,
+                                            bool vec, uint8_t* out, size_t q0, size_t q1,
+                                            Stage& S, float* sc) {
   constexpr bool Packed = EncodeStep<Dt, Scaled>::kPacked;
   constexpr int Q = EncodeStep<Dt, Scaled>::kQuads;
   using Op = typename std::conditional<Packed, PackedOps<Dt>, FloatOps>::type;
   using T = typename std::conditional<Packed, uint32_t, float>::type;
-  TAH_QUAD_SCRATCH();
-  __shared__ Stage stages[kQuadThreads / 32];
-  Stage& S = stages[threadIdx.x / 32];
-  float* sc = laneScratch(quadScratch);
   const tah_layout_t& L = geo.L;
-  if (blockIdx.x == 0 && threadIdx.x == 0)
-    for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;
-  size_t q0, q1;
-  warpQuads(geo, &q0, &q1);
   const int lane = laneId(), gi = lane >> 3, j = lane & 7;
   const int mine = Q == 8 ? j : j >> 1;  // the quad whose tile g this lane codes the scalars of
   RowOf ro{0, 0, 0};
@@ -397,4 +397,18 @@ __global__ void __launch_bounds__(kQuadThreads)
     }
     __syncwarp();  // the stage, before the next step's values
   }
+}
+
+// Dt: the input's dtype; Scaled: fin(x * scale) is encoded (a decodeReduceEncode of one input).
+// The header is written (selectKernel or rowKeysKernel); a warp codes a contiguous range of quads.
+template <int Dt, bool Scaled>
+__global__ void __launch_bounds__(kQuadThreads)
+    encodeTilesKernel(const void* in, Geo geo, float scale, bool had, bool vec, uint8_t* out) {
+  TAH_QUAD_SCRATCH();
+  __shared__ Stage stages[kQuadThreads / 32];
+  zeroFlagPad(geo.L, out);
+  size_t q0, q1;
+  warpQuads(geo, &q0, &q1);
+  encodeQuads<Dt, Scaled>(in, geo, scale, had, vec, out, q0, q1, stages[threadIdx.x / 32],
+                          laneScratch(quadScratch));
 }

@@ -56,18 +56,20 @@ bool parseLow(const char* v, uint32_t* out) {
   return true;
 }
 
-// ---- spec: "row=R,low=F,strict=0|1" --------------------------------------------------------
+// ---- spec: "row=R,low=F,strict=0|1,had=0|1,select=group|message" ----------------------------------------------------
+
+#define TAH_USAGE "(tah takes row=N,low=F,strict=0|1,had=0|1,select=group|message)"
 
 int create(const char* params, void** instance, char* err, size_t errLen) {
   if (!instance) return COCCL_CODEC_E_INVALID;
-  tah_instance_t t{4096, 2000, 1, 1};
+  tah_instance_t t{4096, 2000, 1, 1, TAH_SCOPE_GROUP};
   const char* p = params ? params : "";
   while (*p) {
     const char* end = strchr(p, ',');
     const size_t len = end ? static_cast<size_t>(end - p) : strlen(p);
     char kv[64], msg[192];
     if (len >= sizeof(kv)) {
-      setErr(err, errLen, "tah: parameter too long (tah takes row=N,low=F,strict=0|1,had=0|1)");
+      setErr(err, errLen, "tah: parameter too long " TAH_USAGE);
       return COCCL_CODEC_E_INVALID;
     }
     memcpy(kv, p, len);
@@ -98,9 +100,11 @@ int create(const char* params, void** instance, char* err, size_t errLen) {
       t.strict = val[0] == '1';
     } else if (strcmp(kv, "had") == 0 && (!strcmp(val, "0") || !strcmp(val, "1"))) {
       t.had = val[0] == '1';
+    } else if (strcmp(kv, "select") == 0 && (!strcmp(val, "group") || !strcmp(val, "message"))) {
+      t.scope = val[0] == 'g' ? TAH_SCOPE_GROUP : TAH_SCOPE_MESSAGE;
     } else {
       snprintf(msg, sizeof(msg),
-               "tah: bad parameter '%s%s%s' (tah takes row=N,low=F,strict=0|1,had=0|1)", kv,
+               "tah: bad parameter '%s%s%s' " TAH_USAGE, kv,
                eq ? "=" : "", val);
       setErr(err, errLen, msg);
       return COCCL_CODEC_E_INVALID;
@@ -131,8 +135,8 @@ size_t canonicalSpec(const void* instance, char* buf, size_t len) {
     snprintf(low, sizeof(low), "%u.%04u", t->lowL / TAH_LOW_DEN, fp);
     for (size_t n = strlen(low); low[n - 1] == '0'; --n) low[n - 1] = '\0';
   }
-  const int n =
-      snprintf(buf, len, "tah:row=%u,low=%s,strict=%u,had=%u", t->row, low, t->strict, t->had);
+  const int n = snprintf(buf, len, "tah:row=%u,low=%s,strict=%u,had=%u,select=%s", t->row, low,
+                         t->strict, t->had, t->scope == TAH_SCOPE_GROUP ? "group" : "message");
   return n < 0 ? 0 : static_cast<size_t>(n);
 }
 
@@ -298,7 +302,8 @@ int encodeImpl(const tah_instance_t* t, const void* in, int dtype, size_t count,
       if (scale != 1.0f) x[i] = tah_fin(TAH_MUL(x[i], scale));
     }
   };
-  // bit map: the n3 rows of smallest (entropy key, index) are 3-bit
+  // bit map: the 3-bit rows, those of smallest (entropy key, index) of each group of 32 rows
+  // (select=group: tah_group_low of them) or of the message (select=message: n3 of them)
   memset(out, 0, L.metaOff);
   if (L.n3 > 0) {
     for (size_t r = 0; r < L.rows; ++r) {
@@ -311,17 +316,30 @@ int encodeImpl(const tah_instance_t* t, const void* in, int dtype, size_t count,
       }
       keys[r] = static_cast<uint64_t>(tah_row_key(S, U)) << 32 | r;
     }
-    if (L.n3 < L.rows) std::nth_element(keys, keys + L.n3, keys + L.rows);
-    for (size_t k = 0; k < L.n3; ++k) {
-      const size_t r = static_cast<uint32_t>(keys[k]);
-      out[8 * (r / 32) + (r % 32) / 8] |= static_cast<uint8_t>(1u << (r % 8));
-    }
-    uint32_t prefix = 0;
-    for (size_t g = 0; g < L.groups; ++g) {
-      uint32_t bits;
-      memcpy(&bits, out + 8 * g, 4);
-      memcpy(out + 8 * g + 4, &prefix, 4);
-      prefix += static_cast<uint32_t>(__builtin_popcount(bits));
+    // the n smallest of keys[a, e) are 3-bit
+    auto lowest = [&](size_t a, size_t e, size_t n) {
+      if (n < e - a) std::nth_element(keys + a, keys + a + n, keys + e);
+      for (size_t k = a; k < a + n; ++k) {
+        const size_t r = static_cast<uint32_t>(keys[k]);
+        out[8 * (r / 32) + (r % 32) / 8] |= static_cast<uint8_t>(1u << (r % 8));
+      }
+    };
+    if (t->scope == TAH_SCOPE_GROUP) {
+      for (size_t g = 0; g < L.groups; ++g) {
+        uint32_t before;
+        const uint32_t n = tah_group_low(L.rows, t->lowL, g, &before);
+        lowest(32 * g, std::min(32 * g + 32, L.rows), n);
+        memcpy(out + 8 * g + 4, &before, 4);
+      }
+    } else {
+      lowest(0, L.rows, L.n3);
+      uint32_t prefix = 0;
+      for (size_t g = 0; g < L.groups; ++g) {
+        uint32_t bits;
+        memcpy(&bits, out + 8 * g, 4);
+        memcpy(out + 8 * g + 4, &prefix, 4);
+        prefix += static_cast<uint32_t>(__builtin_popcount(bits));
+      }
     }
   }
   for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;  // flag padding
@@ -446,7 +464,7 @@ extern "C" COCCL_CODEC_PLUGIN_EXPORT const cocclCodecPlugin_v1_t cocclCodecPlugi
     sizeof(cocclCodecPlugin_v1_t),
     COCCL_CODEC_ABI_V1,
     "tah",
-    1, /* formatVersion: bump when the payload bytes of some input change */
+    2, /* formatVersion: bump when the payload bytes of some input change (2: select=group) */
     COCCL_CODEC_DTYPE_BIT(cocclFloat32) | COCCL_CODEC_DTYPE_BIT(cocclFloat16) |
         COCCL_CODEC_DTYPE_BIT(cocclBfloat16),
     COCCL_CODEC_OP_BIT(cocclSum) | COCCL_CODEC_OP_BIT(cocclAvg),

@@ -23,8 +23,9 @@
  *
  * Bits: the row key is the entropy H = -sum p_i log2 p_i of p = |x| / sum|x|, computed as
  * tah_row_key below (tile sums by a fixed tree, tiles summed in order, log2 by tah_log2: exponent
- * plus a fixed degree-5 polynomial, part of the format). The n3 rows of smallest (key, row index)
- * are 3-bit.
+ * plus a fixed degree-5 polynomial, part of the format). select=group (default, format 2): of
+ * each group of 32 rows, its tah_group_low rows of smallest (key, row index) are 3-bit;
+ * select=message (format 1's rule): the n3 rows of smallest (key, row index) of the message.
  * Tile (values v[0..63], non-finite input elements read as 0): Q = 7 or 15; mn, mx = min, max;
  * wide = max(|mn|, |mx|) > 65504 or < 2^-10; zero z = rne16(mn) (fp16, bf16 if wide); scale
  * s = rne16((mx - z) / Q); code = rne(clamp((v - z) * (1 / s), 0, Q)) (0 when s == 0); value
@@ -303,6 +304,18 @@ TAH_HD tah_layout_t tah_layout(size_t count, size_t R, uint32_t lowL) {
   l.codeBytes = l.n4 * (R / 2) + l.n3 * (3 * R / 8);
   l.total = l.codeOff + l.codeBytes;
   return l;
+}
+
+/* select=group: the 3-bit rows of group g (rows [32g, e), e = min(32g + 32, rows)). The
+ * fraction L / 10000 of rows [0, e) is floor(e L / 10000) rows, so the group has
+ * floor(e L / 10000) - floor(32g L / 10000) of them and *before = floor(32g L / 10000) are in
+ * the groups before it: the groups' counts add up to n3, and each group's prefix word is known
+ * without the others. */
+TAH_HD uint32_t tah_group_low(size_t rows, uint32_t lowL, size_t g, uint32_t* before) {
+  const unsigned long long a = 32ull * g, e = a + 32 < rows ? a + 32 : rows;
+  const unsigned long long b = a * lowL / TAH_LOW_DEN;
+  *before = (uint32_t)b;
+  return (uint32_t)(e * lowL / TAH_LOW_DEN - b);
 }
 
 /* Whether row r is 3-bit, and its code offset within the code section, from the header (any

@@ -31,12 +31,15 @@ size_t formulaBytes(size_t count, size_t R, double low) {
 }
 
 TEST(Tah, SpecAndCanonicalForm) {
-  EXPECT_EQ(tahCodec("tah")->spec(), "tah:row=4096,low=0.2,strict=1,had=1");
-  EXPECT_EQ(tahCodec("tah:row=1024,low=0.25")->spec(), "tah:row=1024,low=0.25,strict=1,had=1");
-  EXPECT_EQ(tahCodec("tah:row=64,low=1")->spec(), "tah:row=64,low=1,strict=1,had=1");
+  EXPECT_EQ(tahCodec("tah")->spec(), "tah:row=4096,low=0.2,strict=1,had=1,select=group");
+  EXPECT_EQ(tahCodec("tah:row=1024,low=0.25")->spec(),
+            "tah:row=1024,low=0.25,strict=1,had=1,select=group");
+  EXPECT_EQ(tahCodec("tah:row=64,low=1,select=message")->spec(),
+            "tah:row=64,low=1,strict=1,had=1,select=message");
   EXPECT_EQ(tahCodec("tah")->blockElems(), 4096u);
   for (const char* bad : {"tah:row=100", "tah:row=0", "tah:row=70000", "tah:low=1.5",
-                          "tah:low=0.12345", "tah:low=x", "tah:strict=2", "tah:foo=1"}) {
+                          "tah:low=0.12345", "tah:low=x", "tah:strict=2", "tah:foo=1",
+                          "tah:select=all", "tah:select="}) {
     try {
       tahCodec(bad);
       ADD_FAILURE() << bad << " was accepted";
@@ -74,9 +77,11 @@ TEST(Tah, BytesEqualFormulaAndEncodeWritesExactly) {
   EXPECT_NEAR(8.0 * c->encodedBytes(1000 * 4096, cocclBfloat16) / (1000.0 * 4096), 4.425, 0.01);
 }
 
-// Rows with k equal nonzero elements have entropy log2 k: the 3-bit rows are the smallest k.
+// Rows with k equal nonzero elements have entropy log2 k: the 3-bit rows are the smallest k, of
+// the message (select=message) or of each group of 32 rows (select=group, the default: group g
+// of rows [32g, e) has floor(0.2 e) - floor(0.2 * 32g) of them, and its prefix word is
+// floor(0.2 * 32g)).
 TEST(Tah, LowestEntropyRowsGetThreeBits) {
-  auto c = tahCodec("tah:row=1024");
   const size_t R = 1024, rows = 100;
   std::vector<float> x(rows * R, 0.0f);
   std::vector<size_t> k(rows);
@@ -84,32 +89,70 @@ TEST(Tah, LowestEntropyRowsGetThreeBits) {
     k[r] = 1 + (r * 37) % rows * 10;  // distinct, 1..991
     for (size_t i = 0; i < k[r]; ++i) x[r * R + (i * 7) % R] = (i % 2 ? 1.5f : -1.5f);
   }
-  std::vector<uint8_t> pay(c->encodedBytes(rows * R, cocclFloat32));
-  c->encode(x.data(), cocclFloat32, rows * R, pay.data());
-  std::vector<size_t> order(rows);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return k[a] < k[b]; });
-  std::vector<int> want(rows, 0);
-  for (size_t i = 0; i < 20; ++i) want[order[i]] = 1;  // floor(0.2 * 100)
-  EXPECT_EQ(threeBitRows(pay, rows), want);
-  uint32_t prefix = 0;  // the group prefixes count the 3-bit rows before each group
-  for (size_t g = 0; g < (rows + 31) / 32; ++g) {
-    uint32_t bits, pre;
-    std::memcpy(&bits, pay.data() + 8 * g, 4);
-    std::memcpy(&pre, pay.data() + 8 * g + 4, 4);
-    EXPECT_EQ(pre, prefix);
-    prefix += static_cast<uint32_t>(__builtin_popcount(bits));
+  auto lowest = [&](size_t a, size_t e, size_t n, std::vector<int>* want) {
+    std::vector<size_t> order(e - a);
+    std::iota(order.begin(), order.end(), a);
+    std::sort(order.begin(), order.end(), [&](size_t p, size_t q) { return k[p] < k[q]; });
+    for (size_t i = 0; i < n; ++i) (*want)[order[i]] = 1;
+  };
+  for (const char* spec : {"tah:row=1024,select=message", "tah:row=1024"}) {
+    const bool group = std::string(spec).find("message") == std::string::npos;
+    auto c = tahCodec(spec);
+    std::vector<uint8_t> pay(c->encodedBytes(rows * R, cocclFloat32));
+    c->encode(x.data(), cocclFloat32, rows * R, pay.data());
+    std::vector<int> want(rows, 0);
+    if (!group) lowest(0, rows, 20, &want);  // floor(0.2 * 100)
+    for (size_t g = 0; group && g < (rows + 31) / 32; ++g) {
+      const size_t e = std::min(rows, 32 * g + 32);
+      lowest(32 * g, e, e / 5 - 32 * g / 5, &want);
+    }
+    EXPECT_EQ(threeBitRows(pay, rows), want) << spec;
+    uint32_t prefix = 0;  // the group prefixes count the 3-bit rows before each group
+    for (size_t g = 0; g < (rows + 31) / 32; ++g) {
+      uint32_t bits, pre;
+      std::memcpy(&bits, pay.data() + 8 * g, 4);
+      std::memcpy(&pre, pay.data() + 8 * g + 4, 4);
+      EXPECT_EQ(pre, prefix) << spec;
+      if (group) {
+        EXPECT_EQ(pre, 32 * g / 5) << spec;
+      }
+      prefix += static_cast<uint32_t>(__builtin_popcount(bits));
+    }
+    EXPECT_EQ(prefix, 20u) << spec;
   }
-  EXPECT_EQ(prefix, 20u);
-  // equal keys: the rows of lowest index; 37 rows at low=0.3: floor(11.1) = 11
-  auto c3 = tahCodec("tah:row=1024,low=0.3");
+  // equal keys: the rows of lowest index; 37 rows at low=0.3: floor(11.1) = 11 of the message,
+  // or floor(9.6) = 9 of rows 0..31 and 11 - 9 = 2 of rows 32..36
   std::vector<float> same = activations(1, R, "normal", 3), y;
   for (int r = 0; r < 37; ++r) y.insert(y.end(), same.begin(), same.end());
-  std::vector<uint8_t> p3(c3->encodedBytes(y.size(), cocclFloat32));
-  c3->encode(y.data(), cocclFloat32, y.size(), p3.data());
-  std::vector<int> w3(37, 0);
-  for (int r = 0; r < 11; ++r) w3[r] = 1;
-  EXPECT_EQ(threeBitRows(p3, 37), w3);
+  for (const char* spec : {"tah:row=1024,low=0.3,select=message", "tah:row=1024,low=0.3"}) {
+    auto c3 = tahCodec(spec);
+    std::vector<uint8_t> p3(c3->encodedBytes(y.size(), cocclFloat32));
+    c3->encode(y.data(), cocclFloat32, y.size(), p3.data());
+    std::vector<int> w3(37, 0);
+    const bool group = std::string(spec).find("message") == std::string::npos;
+    for (int r = 0; r < 37; ++r) w3[r] = group ? (r < 9 || r == 32 || r == 33) : r < 11;
+    EXPECT_EQ(threeBitRows(p3, 37), w3) << spec;
+  }
+}
+
+// tah_group_low: each group's prefix is the counts before it, no group has more 3-bit rows than
+// rows, and the counts add up to the message's n3 (fractions and row counts at the edges).
+TEST(Tah, GroupCountsAddUpToTheMessage) {
+  for (uint32_t lowL : {0u, 1u, 2000u, 3333u, 5000u, 9999u, 10000u})
+    for (size_t rows : {1, 31, 32, 33, 95, 1000, 4097}) {
+      const tah_layout_t L = tah_layout(rows * 64, 64, lowL);
+      size_t sum = 0;
+      for (size_t g = 0; g < L.groups; ++g) {
+        uint32_t before;
+        const uint32_t n = tah_group_low(rows, lowL, g, &before);
+        const size_t e = std::min(rows, 32 * g + 32);
+        EXPECT_EQ(before, static_cast<uint32_t>(32 * g * lowL / 10000)) << rows << " " << lowL;
+        EXPECT_EQ(before, sum);
+        EXPECT_LE(n, e - 32 * g);
+        sum += n;
+      }
+      EXPECT_EQ(sum, L.n3) << rows << " " << lowL;
+    }
 }
 
 struct ErrStats {
