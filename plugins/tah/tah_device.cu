@@ -7,7 +7,6 @@
 // the tiles (tah_encode_tiles.cuh); decode is one (tah_decode.cuh). Launchers only enqueue on
 // `stream`.
 #include <cuda_runtime.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,8 +171,7 @@ int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, f
       K<<<quadGrid<K>(g, kSumQuads), kQuadThreads, 0, stream>>>(in, g, scale, vec, sums);
     });
     if (launched()) return COCCL_CODEC_E_CUDA;
-    rowKeysKernel<<<gridFor(g.L.rows, 256), 256, 0, stream>>>(sums, g, keys,
-                                                              group ? hdr : nullptr);
+    rowKeysKernel<<<gridFor(g.L.rows, 256), 256, 0, stream>>>(sums, g, keys, group ? hdr : nullptr);
     if (launched()) return COCCL_CODEC_E_CUDA;
   }
   if (!group || g.L.n3 == 0) {  // select=message's header (or every group's words zero)

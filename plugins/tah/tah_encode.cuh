@@ -41,10 +41,9 @@ __device__ __forceinline__ float2 laneSums(const float* x, const Log2Table& T) {
     a[k] = fabsf(x[k]);
     // tah_ulog(a[k]) without a branch: log2 is formed for every element
     const uint32_t b = tah_bits(a[k]);
-    const float frac =
-        Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
-                                              (((b & 0x7f0000u) >> 10) + lane4))
-            : tah_log2_frac(b & 0x7fffffu);
+    const float frac = Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
+                                                             (((b & 0x7f0000u) >> 10) + lane4))
+                           : tah_log2_frac(b & 0x7fffffu);
     const float lg = TAH_ADD(tah_log2_exp(b >> 23), frac);
     u[k] = ulogTerm(a[k], lg);
   }
@@ -116,8 +115,7 @@ __device__ __forceinline__ uint32_t rowKey(const float2* p, const Geo& geo) {
 // select=group: the header words of group g (hdr[2g], hdr[2g + 1]) from its rows' keys, called
 // by a whole warp, lane j holding the key of row 32g + j (any value past the last row): lane j
 // is 3-bit iff fewer than tah_group_low's n of the group's (key, row) pairs are below its own.
-__device__ __forceinline__ void groupHeader(uint32_t key, size_t g, const Geo& geo,
-                                            uint32_t* hdr) {
+__device__ __forceinline__ void groupHeader(uint32_t key, size_t g, const Geo& geo, uint32_t* hdr) {
   uint32_t before;
   const uint32_t n = tah_group_low(geo.L.rows, geo.low, g, &before);
   const size_t left = geo.L.rows - 32 * g;
@@ -152,8 +150,8 @@ __global__ void rowKeysKernel(const float2* sums, Geo geo, uint32_t* keys, uint3
 constexpr uint32_t kGroupSmemTiles = 32 * 64;  // a group's tiles' sums in shared memory: R <= 4096
 union GroupSmem {
   struct {
-    Log2Table table;                // refilled each group
-    float2 sums[kGroupSmemTiles];   // the group's tiles' sums where they fit, else the workspace's
+    Log2Table table;               // refilled each group
+    float2 sums[kGroupSmemTiles];  // the group's tiles' sums where they fit, else the workspace's
   } a;
   Stage stages[kQuadThreads / 32];  // the coding
 };

@@ -138,8 +138,7 @@ __device__ __forceinline__ void groupReduce(Stats<T>* s) {
     }
   }
   for (; o >= 1; o /= 2) {  // Q = 4: the last level is a butterfly
-    const Stats<T> got{shflX(s[0].mn, o), shflX(s[0].mx, o), shflX(s[0].m1, o),
-                       shflX(s[0].m2, o)};
+    const Stats<T> got{shflX(s[0].mn, o), shflX(s[0].mx, o), shflX(s[0].m1, o), shflX(s[0].m2, o)};
     s[0] = merge<Op>(s[0], got);
   }
 }
@@ -286,10 +285,10 @@ __device__ __forceinline__ void toStage(Stage& S, int i, const Lane8<Dt, true>& 
 }
 template <int Dt>
 __device__ __forceinline__ void toStage(Stage& S, int i, const Lane8<Dt, false>& v) {
-  S.s[2 * i][laneId()] = make_uint4(tah_bits(v.x[0]), tah_bits(v.x[1]), tah_bits(v.x[2]),
-                                    tah_bits(v.x[3]));
-  S.s[2 * i + 1][laneId()] = make_uint4(tah_bits(v.x[4]), tah_bits(v.x[5]), tah_bits(v.x[6]),
-                                        tah_bits(v.x[7]));
+  S.s[2 * i][laneId()] =
+      make_uint4(tah_bits(v.x[0]), tah_bits(v.x[1]), tah_bits(v.x[2]), tah_bits(v.x[3]));
+  S.s[2 * i + 1][laneId()] =
+      make_uint4(tah_bits(v.x[4]), tah_bits(v.x[5]), tah_bits(v.x[6]), tah_bits(v.x[7]));
 }
 template <int Dt, bool Packed>
 __device__ __forceinline__ void fromStage(const Stage& S, int i, float* x) {
@@ -312,8 +311,8 @@ __device__ __forceinline__ void zeroFlagPad(const tah_layout_t& L, uint8_t* out)
 // header, already written. S: the warp's stage; sc: the lane's scratch (laneScratch).
 template <int Dt, bool Scaled>
 __device__ __forceinline__ void encodeQuads(const void* in, const Geo& geo, float scale, bool had,
-                                            bool vec, uint8_t* out, size_t q0, size_t q1,
-                                            Stage& S, float* sc) {
+                                            bool vec, uint8_t* out, size_t q0, size_t q1, Stage& S,
+                                            float* sc) {
   constexpr bool Packed = EncodeStep<Dt, Scaled>::kPacked;
   constexpr int Q = EncodeStep<Dt, Scaled>::kQuads;
   using Op = typename std::conditional<Packed, PackedOps<Dt>, FloatOps>::type;
@@ -365,7 +364,7 @@ __device__ __forceinline__ void encodeQuads(const void* in, const Geo& geo, floa
     const size_t off0 = shfl64(off, 0);
     if (valid) info |= static_cast<uint32_t>(off - off0) & kInfoRel;
     uint8_t* codes0 = out + L.codeOff + off0;
-    __syncwarp();  // the stage
+    __syncwarp();      // the stage
     unsigned won = 0;  // quads whose tile g took the transform
     if (__ballot_sync(0xffffffffu, (info & kInfoCand) != 0)) {
 #pragma unroll 1

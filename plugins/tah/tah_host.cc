@@ -56,7 +56,8 @@ bool parseLow(const char* v, uint32_t* out) {
   return true;
 }
 
-// ---- spec: "row=R,low=F,strict=0|1,had=0|1,select=group|message" ----------------------------------------------------
+// ---- spec: "row=R,low=F,strict=0|1,had=0|1,select=group|message"
+// ----------------------------------------------------
 
 #define TAH_USAGE "(tah takes row=N,low=F,strict=0|1,had=0|1,select=group|message)"
 
@@ -103,9 +104,7 @@ int create(const char* params, void** instance, char* err, size_t errLen) {
     } else if (strcmp(kv, "select") == 0 && (!strcmp(val, "group") || !strcmp(val, "message"))) {
       t.scope = val[0] == 'g' ? TAH_SCOPE_GROUP : TAH_SCOPE_MESSAGE;
     } else {
-      snprintf(msg, sizeof(msg),
-               "tah: bad parameter '%s%s%s' " TAH_USAGE, kv,
-               eq ? "=" : "", val);
+      snprintf(msg, sizeof(msg), "tah: bad parameter '%s%s%s' " TAH_USAGE, kv, eq ? "=" : "", val);
       setErr(err, errLen, msg);
       return COCCL_CODEC_E_INVALID;
     }

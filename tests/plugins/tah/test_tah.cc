@@ -37,9 +37,9 @@ TEST(Tah, SpecAndCanonicalForm) {
   EXPECT_EQ(tahCodec("tah:row=64,low=1,select=message")->spec(),
             "tah:row=64,low=1,strict=1,had=1,select=message");
   EXPECT_EQ(tahCodec("tah")->blockElems(), 4096u);
-  for (const char* bad : {"tah:row=100", "tah:row=0", "tah:row=70000", "tah:low=1.5",
-                          "tah:low=0.12345", "tah:low=x", "tah:strict=2", "tah:foo=1",
-                          "tah:select=all", "tah:select="}) {
+  for (const char* bad :
+       {"tah:row=100", "tah:row=0", "tah:row=70000", "tah:low=1.5", "tah:low=0.12345", "tah:low=x",
+        "tah:strict=2", "tah:foo=1", "tah:select=all", "tah:select="}) {
     try {
       tahCodec(bad);
       ADD_FAILURE() << bad << " was accepted";

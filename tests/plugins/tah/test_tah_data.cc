@@ -1,8 +1,7 @@
 // tah on real pipeline-parallel tensors (tests/data/pp_activations, written by
 // perf/scripts/capture_pp_activations.py): per-row relative error ||d - x|| / ||x|| and bits per
 // element, with and without the pivot + Hadamard tiles, and with select=message; prints the table
-// recorded in
-// plugins/tah/README.md. Skips when the data is absent.
+// recorded in plugins/tah/README.md. Skips when the data is absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,9 +77,10 @@ TEST(TahData, PipelineBoundaryTensors) {
     const RowErr a = measure(tahCodec(spec), in, rows, R);
     const RowErr b = measure(tahCodec(spec + ",had=0"), in, rows, R);
     const RowErr s = measure(tahCodec(spec + ",select=message"), in, rows, R);
-    std::printf("| %s | %zu x %zu | %.3f | %.4f | %.4f | %.4f | %.4f | %.4f / %.4f | %.4f | %.4f |\n",
-                t.at("file").get<std::string>().c_str(), rows, R, a.bits, a.median, a.p90, a.max,
-                a.whole, s.median, s.whole, b.median, b.max);
+    std::printf(
+        "| %s | %zu x %zu | %.3f | %.4f | %.4f | %.4f | %.4f | %.4f / %.4f | %.4f | %.4f |\n",
+        t.at("file").get<std::string>().c_str(), rows, R, a.bits, a.median, a.p90, a.max, a.whole,
+        s.median, s.whole, b.median, b.max);
     // Measured on the H200 capture (plugins/tah/README.md): median 0.081-0.089, p90
     // 0.182-0.194, max 0.196-0.221; 4.431 bits per element.
     EXPECT_EQ(a.overBound, 0u) << t.at("file");

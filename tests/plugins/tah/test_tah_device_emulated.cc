@@ -107,8 +107,8 @@ void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count,
   if (group && g.L.n3 > 0 && onePass) {
     withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
       launch(std::min<size_t>(g.L.groups, 2), kQuadThreads, [&] {
-        encodeGroupsKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, t->had != 0,
-                                                                     vec, sums, out);
+        encodeGroupsKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, t->had != 0, vec,
+                                                                     sums, out);
       });
     });
     return;
@@ -128,7 +128,7 @@ void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count,
   withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
     launch(emuQuadGrid(g), kQuadThreads, [&] {
       encodeTilesKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, t->had != 0, vec,
-                                                                   out);
+                                                                  out);
     });
   });
 }
