@@ -306,6 +306,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"row=64,low=0.5,strict=0,select=message", 70, 7, 2},
                       Case{"row=192,low=0.3", 45, 0, 3}, Case{"row=256,strict=0", 3, 100, 4},
                       Case{"row=128,low=1", 33, 0, 1}, Case{"row=64,low=0", 5, 0, 2},
-                      Case{"row=1024,strict=0", 0, 7, 0}));
+                      Case{"row=1024,strict=0", 0, 7, 0},
+                      // over 4096 elements a row: the one-pass encode's sums in the workspace
+                      Case{"row=4160,low=0.5", 3, 0, 1}));
 
 }  // namespace
