@@ -192,7 +192,7 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       std::vector<uint8_t> dp(pb, 0xEE);
       emuEncode(t, raw[r].data(), dtype, n, dp.data(), ews.data());
       ASSERT_EQ(dp, hp[r]) << "encode dtype " << dtype << " input " << r;
-      if (t->scope == TAH_SCOPE_GROUP) {  // the two-pass form of select=group
+      if (t->scope == TAH_SCOPE_GROUP && r == 1) {  // select=group in two passes
         std::fill(dp.begin(), dp.end(), 0xEE);
         emuEncode(t, raw[r].data(), dtype, n, dp.data(), ews.data(), 1.0f, false);
         ASSERT_EQ(dp, hp[r]) << "two-pass encode dtype " << dtype << " input " << r;
