@@ -56,6 +56,11 @@ COCCL_TAH_ENCODE=twopass "$out/test_tah_device" "$out/libtah_head.so" >"$out/td_
   status=1
 note "head, COCCL_TAH_ENCODE=twopass: $(grep -c identical "$out/td_twopass.log") identical lines"
 grep -v "identical" "$out/td_twopass.log" | head -20 | tee -a "$sum"
+# one pass forced on every shape (rows over 4096 elements and fp32 take two passes by default)
+COCCL_TAH_GROUP_CTAS=7 "$out/test_tah_device" "$out/libtah_head.so" --no-perf \
+  >"$out/td_onepass.log" 2>&1 || status=1
+note "head, COCCL_TAH_GROUP_CTAS=7: $(grep -c identical "$out/td_onepass.log") identical lines"
+grep -v "identical" "$out/td_onepass.log" | head -20 | tee -a "$sum"
 for ctas in ${CTAS:-66 132 264 396}; do
   note "head, COCCL_TAH_GROUP_CTAS=$ctas:"
   COCCL_TAH_GROUP_CTAS=$ctas "$out/test_tah_device" "$out/libtah_head.so" --perf-only 2>&1 |

@@ -1,11 +1,13 @@
 // tah device operations, bit for bit the host's (tah_host.cc) from the same scalar math
 // (tah_math.h, --fmad=false, _rn intrinsics). The tile kernels keep a tile in registers across
 // a group of 8 lanes, 8 values a lane, a warp on 4 tiles at a time (tah_quad.cuh); the 64-point
-// transform is the group's shuffles (tah_group.cuh). Encode is four kernels: the tiles' entropy
-// sums and the rows' keys (one thread a row; tah_encode.cuh), the 3-bit row selection (one CTA:
-// radix select of the n3-th key, ties by index, then the bit map and prefixes; tah_select.cuh),
-// the tiles (tah_encode_tiles.cuh); decode is one (tah_decode.cuh). Launchers only enqueue on
-// `stream`.
+// transform is the group's shuffles (tah_group.cuh). select=group encodes in one kernel where
+// the L2 allows (encodeGroupsKernel, tah_encode.cuh: a CTA a group of 32 rows at a time, its
+// sums, keys, header and tiles) or else in three: the tiles' entropy sums, the rows' keys with
+// each group's header (one thread a row), the tiles (tah_encode_tiles.cuh). select=message is
+// four: the sums, the keys, the 3-bit row selection (one CTA: radix select of the n3-th key,
+// ties by index, then the bit map and prefixes; tah_select.cuh), the tiles. Decode is one
+// (tah_decode.cuh). Launchers only enqueue on `stream`.
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,14 @@ int launched() {
   return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
 }
 
+// An attribute of the current device, 0 where it cannot be read.
+int deviceAttr(cudaDeviceAttr a) {
+  int dev = 0, v = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess)
+    return 0;
+  return v;
+}
+
 // CTAs of Threads threads for a kernel whose CTA takes `per` tiles, at most the resident grid
 // (the kernel's occupancy times the current device's multiprocessors).
 template <auto Kernel, int Threads>
@@ -98,10 +108,8 @@ unsigned residentGrid(const Geo& g, size_t per) {
       n = 1;
     return n;
   }();
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-    sms = 1;
+  int sms = deviceAttr(cudaDevAttrMultiProcessorCount);
+  if (sms < 1) sms = 1;
   const size_t need = gridFor(g.L.tiles, per);
   const size_t cap = static_cast<size_t>(perSm) * static_cast<size_t>(sms);
   return static_cast<unsigned>(need < 1 ? 1 : (need < cap ? need : cap));
@@ -120,29 +128,27 @@ float2* sumsIn(void* ws, const tah_layout_t& L) {
   return reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * L.rows));
 }
 
-// select=group's encode: one pass (encodeGroupsKernel) unless COCCL_TAH_ENCODE=twopass, read
-// once a process. COCCL_TAH_GROUP_CTAS=N overrides the one-pass grid (tuning).
-bool onePass() {
-  static const bool one = [] {
-    const char* v = getenv("COCCL_TAH_ENCODE");
-    return !(v && strcmp(v, "twopass") == 0);
-  }();
-  return one;
-}
-// The one-pass grid: the groups in flight (a CTA's group of 32 rows of input) within half the
-// L2, so that the coding pass re-reads them from it; at most the resident grid.
+// select=group's one-pass grid (encodeGroupsKernel), or 0 for the two-pass kernels. A CTA has
+// one group of 32 rows of input in flight; the groups in flight must fit 3/4 of the L2 for the
+// coding to re-read them from it, and one pass is taken only where that leaves a CTA for every
+// multiprocessor (R = 4096: bf16 on a 50 MB L2 -> 150 CTAs; fp32 -> two passes). Neither
+// figure is measured yet (perf/scripts/tah_ab.sh sweeps the grid). COCCL_TAH_ENCODE=twopass
+// turns one pass off; COCCL_TAH_GROUP_CTAS=N forces it with N CTAs (tuning). Read once.
 template <auto Kernel>
 unsigned groupGrid(const Geo& g, size_t elemBytes) {
   static const long over = [] {
     const char* v = getenv("COCCL_TAH_GROUP_CTAS");
+    const char* e = getenv("COCCL_TAH_ENCODE");
+    if (e && strcmp(e, "twopass") == 0) return -1L;
     return v ? strtol(v, nullptr, 10) : 0L;
   }();
-  int dev = 0, l2 = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
-    l2 = 0;
+  if (over < 0) return 0;
   const size_t group = 32 * static_cast<size_t>(g.R) * elemBytes;
-  size_t n = over > 0 ? static_cast<size_t>(over) : static_cast<size_t>(l2) / 2 / group;
+  size_t n = static_cast<size_t>(deviceAttr(cudaDevAttrL2CacheSize)) / 4 * 3 / group;
+  if (over > 0)
+    n = static_cast<size_t>(over);
+  else if (n < static_cast<size_t>(deviceAttr(cudaDevAttrMultiProcessorCount)) || n < 1)
+    return 0;
   const size_t res = residentGrid<Kernel, kQuadThreads>(g, 1);  // capped by the tiles as well
   if (n > res) n = res;
   if (n > g.L.groups) n = g.L.groups;
@@ -156,14 +162,16 @@ int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, f
   uint32_t* keys = keysIn(ws);
   float2* sums = sumsIn(ws, g.L);
   uint32_t* hdr = reinterpret_cast<uint32_t*>(out);
-  if (group && g.L.n3 > 0 && onePass()) {
+  if (group && g.L.n3 > 0) {
+    bool one = false;
     withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
       constexpr int Dt = decltype(dt)::value;
       constexpr auto K = encodeGroupsKernel<Dt, decltype(sc)::value>;
-      K<<<groupGrid<K>(g, Dt == TAH_DT_F32 ? 4 : 2), kQuadThreads, 0, stream>>>(
-          in, g, scale, t->had != 0, vec, sums, out);
+      const unsigned n = groupGrid<K>(g, Dt == TAH_DT_F32 ? 4 : 2);
+      if (n > 0) K<<<n, kQuadThreads, 0, stream>>>(in, g, scale, t->had != 0, vec, sums, out);
+      one = n > 0;
     });
-    return launched();
+    if (one) return launched();
   }
   if (g.L.n3 > 0) {
     withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {

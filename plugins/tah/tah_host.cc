@@ -56,8 +56,7 @@ bool parseLow(const char* v, uint32_t* out) {
   return true;
 }
 
-// ---- spec: "row=R,low=F,strict=0|1,had=0|1,select=group|message"
-// ----------------------------------------------------
+// ---- spec: "row=R,low=F,strict=0|1,had=0|1,select=group|message" ----------------------------
 
 #define TAH_USAGE "(tah takes row=N,low=F,strict=0|1,had=0|1,select=group|message)"
 
