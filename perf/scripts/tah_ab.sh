@@ -5,9 +5,8 @@
 # plug-in's flags (nvcc --fmad=false, g++ -ffp-contract=off; no CMake), and test_tah_device, then:
 #   1. test_tah_device on head: device bytes = host bytes (every operation, dtype and shape, and
 #      garbage payloads), then 256 MiB bf16 encode / decode timed beside a device-to-device copy;
-#   2. the same timings on base, and on head again (the order's effect); head's select=group
-#      encode in two passes (COCCL_TAH_ENCODE=twopass: bytes and time) and the one-pass grid at
-#      CTAS (COCCL_TAH_GROUP_CTAS, default "66 132 264 396");
+#   2. the same timings on base, and on head again (the order's effect), and head's
+#      select=message where it has one;
 #   3. unless KB=0: kernel_bench (build-gpu, CMake) for base and head in turn, twice, 256 MiB,
 #      bf16 and fp32, every operation (encode, decode, decodeAccumulate, decodeReduceEncode).
 # usage: OUT=dir perf/scripts/tah_ab.sh BASE_TAH
@@ -51,21 +50,6 @@ grep -v "identical" "$out/td_head.log" | head -20 | tee -a "$sum"
 note "base:"; grep "^perf" "$out/td_base.log" | tee -a "$sum"
 "$out/test_tah_device" "$out/libtah_head.so" --perf-only >"$out/td_head2.log" 2>&1
 note "head again:"; grep "^perf" "$out/td_head2.log" | tee -a "$sum"
-# head's select=group encode in two passes (its bytes checked too), and the one-pass grid's size
-COCCL_TAH_ENCODE=twopass "$out/test_tah_device" "$out/libtah_head.so" >"$out/td_twopass.log" 2>&1 ||
-  status=1
-note "head, COCCL_TAH_ENCODE=twopass: $(grep -c identical "$out/td_twopass.log") identical lines"
-grep -v "identical" "$out/td_twopass.log" | head -20 | tee -a "$sum"
-# one pass forced on every shape (rows over 4096 elements and fp32 take two passes by default)
-COCCL_TAH_GROUP_CTAS=7 "$out/test_tah_device" "$out/libtah_head.so" --no-perf \
-  >"$out/td_onepass.log" 2>&1 || status=1
-note "head, COCCL_TAH_GROUP_CTAS=7: $(grep -c identical "$out/td_onepass.log") identical lines"
-grep -v "identical" "$out/td_onepass.log" | head -20 | tee -a "$sum"
-for ctas in ${CTAS:-66 132 264 396}; do
-  note "head, COCCL_TAH_GROUP_CTAS=$ctas:"
-  COCCL_TAH_GROUP_CTAS=$ctas "$out/test_tah_device" "$out/libtah_head.so" --perf-only 2>&1 |
-    grep "^perf tah enc" | tee -a "$sum"
-done
 if [ "${KB:-1}" != 0 ]; then
   cmake -S "$root" -B "$root/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCOCCL_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$arch >"$out/cmake.log" 2>&1 &&

@@ -1,18 +1,12 @@
 // tah device operations, bit for bit the host's (tah_host.cc) from the same scalar math
-// (tah_math.h, --fmad=false, _rn intrinsics). The tile kernels keep a tile in registers across
-// a group of 8 lanes, 8 values a lane, a warp on 4 tiles at a time (tah_quad.cuh); the 64-point
-// transform is the group's shuffles (tah_group.cuh). select=group encodes in one kernel where
-// the L2 allows (encodeGroupsKernel, tah_encode.cuh: a CTA a group of 32 rows at a time, its
-// sums, keys, header and tiles) or else in three: the tiles' entropy sums, the rows' keys with
-// each group's header (one thread a row), the tiles (tah_encode_tiles.cuh). select=message is
-// four: the sums, the keys, the 3-bit row selection (one CTA: radix select of the n3-th key,
-// ties by index, then the bit map and prefixes; tah_select.cuh), the tiles. Decode is one
-// (tah_decode.cuh). Launchers only enqueue on `stream`.
+// (tah_math.h, --fmad=false, _rn intrinsics). The tile kernels work on batches of 32 tiles a
+// warp, a lane a tile, through shared memory (tah_slab.cuh); tiles that need the 64-point
+// transform go to groups of 8 lanes (tah_group.cuh). Encode (tah_encode.cuh): the tiles'
+// entropy sums, the rows' keys (one thread a row; select=group: a warp a group of 32 rows,
+// which writes the group's header words), select=message's 3-bit row selection (one CTA: radix
+// select of the n3-th key, ties by index, then the bit map and prefixes; tah_select.cuh), the
+// tiles; decode is one kernel (tah_decode.cuh). Launchers only enqueue on `stream`.
 #include <cuda_runtime.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <type_traits>
 
 #include "tah_codec.h"
 #include "tah_math.h"
@@ -56,10 +50,8 @@ unsigned gridFor(size_t items, size_t per) {
 
 // Each needs the ones before it:
 // clang-format off
-#include "tah_lane.cuh"
+#include "tah_slab.cuh"
 #include "tah_group.cuh"
-#include "tah_quad.cuh"
-#include "tah_encode_tiles.cuh"
 #include "tah_encode.cuh"
 #include "tah_decode.cuh"
 // clang-format on
@@ -68,56 +60,30 @@ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
-// f(dt, scaled) with the input's dtype and whether it is scaled as compile-time constants
-// (std::integral_constant / std::bool_constant): the encode kernels' instances.
-template <class F>
-void withInput(int dtype, bool scaled, const F& f) {
-  using F32 = std::integral_constant<int, TAH_DT_F32>;
-  using F16 = std::integral_constant<int, TAH_DT_F16>;
-  using BF16 = std::integral_constant<int, TAH_DT_BF16>;
-  if (dtype == TAH_DT_F32)
-    scaled ? f(F32{}, std::true_type{}) : f(F32{}, std::false_type{});
-  else if (dtype == TAH_DT_F16)
-    scaled ? f(F16{}, std::true_type{}) : f(F16{}, std::false_type{});
-  else
-    scaled ? f(BF16{}, std::true_type{}) : f(BF16{}, std::false_type{});
-}
-
 #ifndef COCCL_DEVICE_EMULATION  // test_tah_device_emulated.cc (tests/plugins/tah) launches
                                 // the kernels above as host code (tests/gpu/emu) itself
 int launched() {
   return cudaGetLastError() == cudaSuccess ? COCCL_CODEC_OK : COCCL_CODEC_E_CUDA;
 }
 
-// An attribute of the current device, 0 where it cannot be read.
-int deviceAttr(cudaDeviceAttr a) {
-  int dev = 0, v = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess)
-    return 0;
-  return v;
-}
-
-// CTAs of Threads threads for a kernel whose CTA takes `per` tiles, at most the resident grid
-// (the kernel's occupancy times the current device's multiprocessors).
-template <auto Kernel, int Threads>
-unsigned residentGrid(const Geo& g, size_t per) {
+// CTAs for a tile kernel: one a kWarps batches of kBatch tiles, at most the resident grid (the
+// kernel's occupancy times the current device's multiprocessors).
+template <auto Kernel>
+unsigned residentGrid(const Geo& g) {
   static const int perSm = [] {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, Threads, 0) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, kThreads, 0) != cudaSuccess ||
         n < 1)
       n = 1;
     return n;
   }();
-  int sms = deviceAttr(cudaDevAttrMultiProcessorCount);
-  if (sms < 1) sms = 1;
-  const size_t need = gridFor(g.L.tiles, per);
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+    sms = 1;
+  const size_t need = gridFor(g.L.tiles, static_cast<size_t>(kBatch) * kWarps);
   const size_t cap = static_cast<size_t>(perSm) * static_cast<size_t>(sms);
   return static_cast<unsigned>(need < 1 ? 1 : (need < cap ? need : cap));
-}
-// A quad kernel's grid: a warp `quads` quads at least.
-template <auto Kernel>
-unsigned quadGrid(const Geo& g, int quads = 1) {
-  return residentGrid<Kernel, kQuadThreads>(g, kQuadTiles * (kQuadThreads / 32) * quads);
 }
 
 // The encode workspace `ws` (256-aligned): the rows' keys, then the tiles' sums.
@@ -128,56 +94,16 @@ float2* sumsIn(void* ws, const tah_layout_t& L) {
   return reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * L.rows));
 }
 
-// select=group's one-pass grid (encodeGroupsKernel), or 0 for the two-pass kernels. A CTA has
-// one group of 32 rows of input in flight; the groups in flight must fit 3/4 of the L2 for the
-// coding to re-read them from it, and one pass is taken only where that leaves a CTA for every
-// multiprocessor (R = 4096: bf16 on a 50 MB L2 -> 150 CTAs; fp32 -> two passes). Neither
-// figure is measured yet (perf/scripts/tah_ab.sh sweeps the grid). COCCL_TAH_ENCODE=twopass
-// turns one pass off; COCCL_TAH_GROUP_CTAS=N forces it with N CTAs (tuning). Read once.
-template <auto Kernel>
-unsigned groupGrid(const Geo& g, size_t elemBytes) {
-  static const long over = [] {
-    const char* v = getenv("COCCL_TAH_GROUP_CTAS");
-    const char* e = getenv("COCCL_TAH_ENCODE");
-    if (e && strcmp(e, "twopass") == 0) return -1L;
-    return v ? strtol(v, nullptr, 10) : 0L;
-  }();
-  if (over < 0) return 0;
-  const size_t group = 32 * static_cast<size_t>(g.R) * elemBytes;
-  size_t n = static_cast<size_t>(deviceAttr(cudaDevAttrL2CacheSize)) / 4 * 3 / group;
-  if (over > 0)
-    n = static_cast<size_t>(over);
-  else if (n < static_cast<size_t>(deviceAttr(cudaDevAttrMultiProcessorCount)) || n < 1)
-    return 0;
-  const size_t res = residentGrid<Kernel, kQuadThreads>(g, 1);  // capped by the tiles as well
-  if (n > res) n = res;
-  if (n > g.L.groups) n = g.L.groups;
-  return static_cast<unsigned>(n < 1 ? 1 : n);
-}
-
 int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, float scale,
              uint8_t* out, void* ws, cudaStream_t stream) {
   const Geo g = geoOf(t, count);
   const bool vec = aligned16(in), group = t->scope == TAH_SCOPE_GROUP;
   uint32_t* keys = keysIn(ws);
-  float2* sums = sumsIn(ws, g.L);
   uint32_t* hdr = reinterpret_cast<uint32_t*>(out);
-  if (group && g.L.n3 > 0) {
-    bool one = false;
-    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
-      constexpr int Dt = decltype(dt)::value;
-      constexpr auto K = encodeGroupsKernel<Dt, decltype(sc)::value>;
-      const unsigned n = groupGrid<K>(g, Dt == TAH_DT_F32 ? 4 : 2);
-      if (n > 0) K<<<n, kQuadThreads, 0, stream>>>(in, g, scale, t->had != 0, vec, sums, out);
-      one = n > 0;
-    });
-    if (one) return launched();
-  }
   if (g.L.n3 > 0) {
-    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
-      constexpr auto K = tileSumsKernel<decltype(dt)::value, decltype(sc)::value>;
-      K<<<quadGrid<K>(g, kSumQuads), kQuadThreads, 0, stream>>>(in, g, scale, vec, sums);
-    });
+    float2* sums = sumsIn(ws, g.L);
+    tileSumsKernel<<<residentGrid<tileSumsKernel>(g), kThreads, 0, stream>>>(in, dtype, g, scale,
+                                                                             vec, sums);
     if (launched()) return COCCL_CODEC_E_CUDA;
     rowKeysKernel<<<gridFor(g.L.rows, 256), 256, 0, stream>>>(sums, g, keys, group ? hdr : nullptr);
     if (launched()) return COCCL_CODEC_E_CUDA;
@@ -187,20 +113,15 @@ int encodeOn(const tah_instance_t* t, const void* in, int dtype, size_t count, f
                                                    static_cast<uint32_t>(g.L.n3), hdr);
     if (launched()) return COCCL_CODEC_E_CUDA;
   }
-  withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
-    constexpr int Dt = decltype(dt)::value;
-    constexpr bool Scaled = decltype(sc)::value;
-    constexpr auto K = encodeTilesKernel<Dt, Scaled>;
-    K<<<quadGrid<K>(g, EncodeStep<Dt, Scaled>::kQuads), kQuadThreads, 0, stream>>>(
-        in, g, scale, t->had != 0, vec, out);
-  });
+  encodeTilesKernel<<<residentGrid<encodeTilesKernel>(g), kThreads, 0, stream>>>(
+      in, dtype, g, scale, t->had != 0, vec, out);
   return launched();
 }
 
 template <int Mode>
 int decodeMode(const Inputs& ins, int n, int self, const void* selfIn, float scale, const Geo& g,
                int dtype, bool vec, void* out, cudaStream_t stream) {
-  decodeTilesKernel<Mode><<<quadGrid<decodeTilesKernel<Mode>>(g), kQuadThreads, 0, stream>>>(
+  decodeTilesKernel<Mode><<<residentGrid<decodeTilesKernel<Mode>>(g), kThreads, 0, stream>>>(
       ins, n, self, selfIn, scale, g, dtype, vec, out);
   return launched();
 }

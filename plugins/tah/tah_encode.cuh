@@ -1,13 +1,45 @@
-// tah's entropy kernels (included by tah_device.cu after tah_encode_tiles.cuh, inside its
-// anonymous namespace): the tiles' entropy sums (quads of tiles, tah_quad.cuh), the rows' keys
-// and, select=group, the header (tah_select.cuh: select=message's) that encodeTilesKernel then
-// codes by; and select=group's one-pass encode, encodeGroupsKernel.
+// tah's encode kernels (included by tah_device.cu, inside its anonymous namespace): the tiles'
+// entropy sums, the rows' keys, then (after selectKernel's header) the tiles. The tile kernels
+// loop over batches of 32 tiles a warp on the resident grid (tah_slab.cuh).
 #pragma once
+
+// The warp's batches of the message into its slab (encoded values: fin(x), fin(x * scale)), and
+// work(batch) on each; a 16-bit input's next batch (an fp32 input's first half of it) is loaded
+// while work runs.
+template <typename Work>
+__device__ void forEachLoadedBatch(float* v, const void* in, int dtype, const Geo& geo, float scale,
+                                   bool vec, const Work& work) {
+  size_t b = firstBatch();
+  Batch bt;
+  bool have = nextBatch(geo, &b, &bt);
+  const bool wide = dtype == TAH_DT_F32;
+  Prefetch pf;
+  const auto prefetch = [&](const Batch& x) {
+    if (wide)
+      prefetchT<4>(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
+    else
+      prefetchT<8>(in, geo.count, x.tile0 * TAH_TILE, x.nt, vec, &pf);
+  };
+  if (have) prefetch(bt);
+  while (have) {
+    if (wide)
+      convert32(pf, in, geo.count, bt.tile0 * TAH_TILE, bt.nt, vec, scale, v);
+    else
+      convert16(pf, dtype, bt.nt, scale, v);
+    __syncwarp();
+    Batch nb;
+    const bool more = nextBatch(geo, &b, &nb);
+    if (more) prefetch(nb);
+    work(bt);
+    __syncwarp();
+    bt = nb, have = more;
+  }
+}
 
 // bf16 inputs read unscaled have 7 mantissa bits, so tah_log2's polynomial term is one of 128
 // values: a table in shared memory, filled with tah_log2_frac itself (the same bits), 16 copies
 // interleaved (value m of lane l at f[16 m + l % 16]) so that the lanes' scattered reads
-// conflict at most two-way (8 KiB).
+// conflict at most two-way (32 copies would not fit the 48 KiB of static shared memory).
 struct Log2Table {
   float f[128 * 16];
 };
@@ -17,87 +49,52 @@ __device__ __forceinline__ void fillLog2Table(Log2Table& T) {
   __syncthreads();
 }
 
-// tah_ulog's term a * lg with the terms of a below 2^-126 dropped, in one instruction: the
-// flush to zero reads such an a as 0. Nothing else changes: for a >= 2^-126 a nonzero product
-// is normal (|lg| < 1 only for a in [0.5, 2), and then |lg| >= 2^-24), and a zero term's sign
-// leaves a sum with a nonzero term alone (an all-zero row's U is +0 either way).
-__device__ __forceinline__ float ulogTerm(float a, float lg) {
-#if defined(__CUDA_ARCH__)
-  float r;
-  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(lg));
-  return r;
-#else
-  return tah_bits(a) < 0x00800000u ? 0.0f : TAH_MUL(a, lg);
-#endif
-}
-
-// What a lane's 8 values add to their tile's (S, U): tah_sum8 of |x| and of |x| log2 |x|.
+// A lane's tile (v: 64 values of the slab): (S, U) = tah_tile_sum of |x| and of |x| log2 |x|.
 // Tab: the values are bf16 (no mantissa bits below 16), log2's polynomial term from T.
 template <bool Tab>
-__device__ __forceinline__ float2 laneSums(const float* x, const Log2Table& T) {
+__device__ __forceinline__ float2 tileSums(const float* v, const Log2Table& T) {
   const uint32_t lane4 = (laneId() & 15) * 4;  // the lane's copy of the table, in bytes
-  float a[8], u[8];
-  for (int k = 0; k < 8; ++k) {
-    a[k] = fabsf(x[k]);
-    // tah_ulog(a[k]) without a branch: log2 is formed for every element
-    const uint32_t b = tah_bits(a[k]);
-    const float frac = Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
-                                                             (((b & 0x7f0000u) >> 10) + lane4))
-                           : tah_log2_frac(b & 0x7fffffu);
-    const float lg = TAH_ADD(tah_log2_exp(b >> 23), frac);
-    u[k] = ulogTerm(a[k], lg);
+  float bs[8], bu[8];
+  for (int l = 0; l < 8; ++l) {
+    float a[8], u[8];
+    for (int k = 0; k < 8; k += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(v + 8 * l + k);
+      a[k] = fabsf(x.x), a[k + 1] = fabsf(x.y), a[k + 2] = fabsf(x.z), a[k + 3] = fabsf(x.w);
+    }
+    for (int k = 0; k < 8; ++k) {
+      // tah_ulog(a[k]) without a branch (the compiler made one an element of `e == 0 ? ...`):
+      // log2 is formed for every element, and a mask clears the term of those below 2^-126
+      const uint32_t b = tah_bits(a[k]);
+      const float frac = Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
+                                                               (((b & 0x7f0000u) >> 10) + lane4))
+                             : tah_log2_frac(b & 0x7fffffu);
+      const float lg = TAH_ADD(tah_log2_exp(b >> 23), frac);
+      u[k] = tah_float(tah_bits(TAH_MUL(a[k], lg)) & (b < 0x00800000u ? 0u : ~0u));
+    }
+    bs[l] = tah_sum8(a), bu[l] = tah_sum8(u);
   }
-  return make_float2(tah_sum8(a), tah_sum8(u));
+  for (int o = 4; o > 0; o >>= 1)  // tah_tile_sum's tree
+    for (int l = 0; l < o; ++l)
+      bs[l] = TAH_ADD(bs[l], bs[l + o]), bu[l] = TAH_ADD(bu[l], bu[l + o]);
+  return make_float2(bs[0], bu[0]);
 }
-
-constexpr int kSumQuads = 4;  // quads a lane loads at a time
 
 // sums[i] = (S, U) of tile i: tah_tile_sum of |x| and of |x| log2 |x| (x: the encoded values,
-// fin(x), then fin(x * scale) when Scaled). Quads of tiles (tah_quad.cuh): a lane's 8 values
-// are tah_tile_sum's groups of 8, and its tree across the groups is the group's shuffles.
-// The calling warp's quads [q0, q1) (uniform across the warp); table: filled where kLog2Tab.
-// sums[tile - first] = the tile's sums.
-template <int Dt, bool Scaled>
-constexpr bool kLog2Tab = Dt == TAH_DT_BF16 && !Scaled;
-template <int Dt, bool Scaled>
-__device__ __forceinline__ void sumQuads(const void* in, const Geo& geo, float scale, bool vec,
-                                         size_t q0, size_t q1, const Log2Table& table, float* sc,
-                                         float2* sums, size_t first = 0) {
-  constexpr bool Packed = EncodeStep<Dt, Scaled>::kPacked;
-  constexpr bool Tab = kLog2Tab<Dt, Scaled>;
-  const int gi = laneId() >> 3, j = laneId() & 7;
-  for (size_t qs = q0; qs < q1; qs += kSumQuads) {
-    Lane8<Dt, Packed> v[kSumQuads];
-    loadQuads<Dt, Scaled, kSumQuads>(in, geo, qs, q1, vec, scale, sc, v);
-#pragma unroll
-    for (int i = 0; i < kSumQuads; ++i) {  // every lane (the shuffles), a tile past the end too
-      const size_t tile = (qs + i) * kQuadTiles + gi;
-      float x[8];
-      valuesOf<Dt>(v[i], x);
-      float2 b = laneSums<Tab>(x, table);
-      if (Packed && !(fabsf(b.x) <= 3.40282347e+38f)) {  // rare: a value that is not finite
-        finiteLane<Dt>(&v[i]);                           // (or a sum that overflows: the same)
-        valuesOf<Dt>(v[i], x);
-        b = laneSums<Tab>(x, table);
-      }
-      for (int o = 4; o > 0; o >>= 1) {  // tah_tile_sum's tree: b_l += b_{l+o}
-        const float ps = __shfl_down_sync(0xffffffffu, b.x, o, 8);
-        const float pu = __shfl_down_sync(0xffffffffu, b.y, o, 8);
-        b = make_float2(TAH_ADD(b.x, ps), TAH_ADD(b.y, pu));
-      }
-      if (j == 0 && qs + i < q1 && tile < geo.L.tiles) sums[tile - first] = b;
-    }
-  }
-}
-template <int Dt, bool Scaled>
-__global__ void __launch_bounds__(kQuadThreads)
-    tileSumsKernel(const void* in, Geo geo, float scale, bool vec, float2* sums) {
+// fin(fin(x) * scale)).
+__global__ void __launch_bounds__(kThreads, 5)
+    tileSumsKernel(const void* in, int dtype, Geo geo, float scale, bool vec, float2* sums) {
+  // the batches' values only (a Slab's code staging is encode's): 5 CTAs a multiprocessor fit
+  __shared__ SlabValues vals[kWarps];
   __shared__ Log2Table table;
-  TAH_QUAD_SCRATCH();
-  if (kLog2Tab<Dt, Scaled>) fillLog2Table(table);
-  size_t q0, q1;
-  warpQuads(geo, &q0, &q1);
-  sumQuads<Dt, Scaled>(in, geo, scale, vec, q0, q1, table, laneScratch(quadScratch), sums);
+  const bool tab = dtype == TAH_DT_BF16 && scale == 1.0f;
+  if (tab) fillLog2Table(table);
+  float* S = vals[threadIdx.x / 32].v;
+  const int lane = laneId();
+  forEachLoadedBatch(S, in, dtype, geo, scale, vec, [&](const Batch& bt) {
+    if (lane >= bt.nt) return;
+    const float* v = S + lane * kPitch;
+    sums[bt.tile0 + lane] = tab ? tileSums<true>(v, table) : tileSums<false>(v, table);
+  });
 }
 
 // tah_row_key of the row whose tiles' sums start at p: added in order (8 loads in flight).
@@ -119,7 +116,7 @@ __device__ __forceinline__ void groupHeader(uint32_t key, size_t g, const Geo& g
   uint32_t before;
   const uint32_t n = tah_group_low(geo.L.rows, geo.low, g, &before);
   const size_t left = geo.L.rows - 32 * g;
-  const uint32_t nv = left < 32 ? static_cast<uint32_t>(left) : 32u, j = laneId();
+  const uint32_t nv = left < 32 ? static_cast<uint32_t>(left) : 32u, j = threadIdx.x & 31u;
   uint32_t below = 0;
   for (uint32_t i = 0; i < 32; ++i) {  // every lane shuffles: the loop is uniform
     const uint32_t k = __shfl_sync(0xffffffffu, key, static_cast<int>(i));
@@ -139,59 +136,156 @@ __global__ void rowKeysKernel(const float2* sums, Geo geo, uint32_t* keys, uint3
     if (r < geo.L.rows) keys[r] = key;
     return;
   }
-  if (r - laneId() < geo.L.rows) groupHeader(key, r / 32, geo, hdr);  // whole warps
-}
-
-// select=group in one pass: a CTA takes groups of 32 rows in turn; for each, its warps form the
-// tiles' sums (in shared memory, or the workspace's sums for rows over 4096 elements), warp 0
-// the rows' keys and the group's header, then
-// its warps code the group's tiles, whose input a CTA has read moments before (the grid is
-// sized so that the groups in flight stay in L2: tah_device.cu).
-constexpr uint32_t kGroupSmemTiles = 32 * 64;  // a group's tiles' sums in shared memory: R <= 4096
-union GroupSmem {
-  struct {
-    Log2Table table;               // refilled each group
-    float2 sums[kGroupSmemTiles];  // the group's tiles' sums where they fit, else the workspace's
-  } a;
-  Stage stages[kQuadThreads / 32];  // the coding
-};
-template <int Dt, bool Scaled>
-__global__ void __launch_bounds__(kQuadThreads)
-    encodeGroupsKernel(const void* in, Geo geo, float scale, bool had, bool vec, float2* sums,
-                       uint8_t* out) {
-  TAH_QUAD_SCRATCH();
-  __shared__ GroupSmem sm;
-  float* sc = laneScratch(quadScratch);
-  zeroFlagPad(geo.L, out);
-  const size_t wpc = blockDim.x / 32, w = threadIdx.x / 32;
-  uint32_t* hdr = reinterpret_cast<uint32_t*>(out);
-  for (size_t g = blockIdx.x; g < geo.L.groups; g += gridDim.x) {
-    // the group's tiles [32g T, e T), e = min(32g + 32, rows): quads [qa, qb), 32 T a multiple
-    // of 4; the warps take contiguous ranges
-    const size_t e = 32 * g + 32 < geo.L.rows ? 32 * g + 32 : geo.L.rows;
-    const size_t qa = 32 * g * geo.T / kQuadTiles, qb = (e * geo.T + kQuadTiles - 1) / kQuadTiles;
-    const size_t per = (qb - qa + wpc - 1) / wpc;
-    // lane 0's: uniform loops to the compiler (warpQuads)
-    const size_t q0 = shfl64(qa + w * per < qb ? qa + w * per : qb, 0);
-    const size_t q1 = shfl64(q0 + per < qb ? q0 + per : qb, 0);
-    uint32_t before;
-    if (tah_group_low(geo.L.rows, geo.low, g, &before) > 0) {
-      const size_t first = 32 * g * geo.T;  // the group's first tile
-      float2* gs = 32 * geo.T <= kGroupSmemTiles ? sm.a.sums : sums + first;
-      if (kLog2Tab<Dt, Scaled>) fillLog2Table(sm.a.table);
-      sumQuads<Dt, Scaled>(in, geo, scale, vec, q0, q1, sm.a.table, sc, gs, first);
-      __syncthreads();  // the sums
-      if (w == 0) {
-        const uint32_t j = laneId();
-        groupHeader(32 * g + j < geo.L.rows ? rowKey(gs + j * geo.T, geo) : 0u, g, geo, hdr);
-      }
-    } else if (threadIdx.x == 0) {
-      hdr[2 * g] = 0, hdr[2 * g + 1] = before;
-    }
-    __syncthreads();  // the header; the table's space is the stages'
-    encodeQuads<Dt, Scaled>(in, geo, scale, had, vec, out, q0, q1, sm.stages[w], sc);
-    __syncthreads();  // the stages, before the next group's table
-  }
+  if (r - (threadIdx.x & 31u) < geo.L.rows) groupHeader(key, r / 32, geo, hdr);  // whole warps
 }
 
 #include "tah_select.cuh"  // selectKernel
+
+// Group word of 8 codes of x at B bits (tah_code: rne(clamp((x - z) * inv, 0, q))): the code
+// is the low mantissa bits of c + 1.5 * 2^23, so the word is the sum of those floats' bits
+// shifted, less 0x4b400000 times the sum of the shifts (mod 2^32, exact).
+template <int B>
+__device__ __forceinline__ uint32_t groupWord(const float* x, float z, float inv) {
+  constexpr float q = static_cast<float>((1 << B) - 1);
+  constexpr uint32_t ones = B == 4 ? 0x11111111u : 0x00249249u;  // sum over k < 8 of 2^(B k)
+  uint32_t w = 0;
+  for (int k = 0; k < 8; ++k) {
+    // fmaxf reads a NaN product as 0 and -0 rounds to code 0: tah_code's !(c > 0) -> 0
+    const float c = fminf(fmaxf(TAH_MUL(TAH_SUB(x[k], z), inv), 0.0f), q);
+    w += tah_bits(TAH_ADD(c, 12582912.0f)) << (B * k);
+  }
+  return w - 0x4b400000u * ones;
+}
+// A group word's bytes in the batch's code staging at dst (a tile's codes): 4-bit, word m;
+// 3-bit, bytes 3m .. 3m+2.
+template <int B>
+__device__ __forceinline__ void storeGroup(uint8_t* dst, int m, uint32_t g) {
+  if (B == 4) {
+    reinterpret_cast<uint32_t*>(dst)[m] = g;
+  } else {
+    dst[3 * m] = static_cast<uint8_t>(g), dst[3 * m + 1] = static_cast<uint8_t>(g >> 8);
+    dst[3 * m + 2] = static_cast<uint8_t>(g >> 16);
+  }
+}
+// Pass 2 of a lane's tile: its codes into dst. Partly unrolled: the loop's code stays small.
+template <int B>
+__device__ __forceinline__ void tileCodes(const float* v, float z, float inv, uint8_t* dst) {
+#pragma unroll 2
+  for (int m = 0; m < 8; ++m) {
+    float x[8];
+    for (int k = 0; k < 8; k += 4) {
+      const float4 a = *reinterpret_cast<const float4*>(v + 8 * m + k);
+      x[k] = a.x, x[k + 1] = a.y, x[k + 2] = a.z, x[k + 3] = a.w;
+    }
+    storeGroup<B>(dst, m, groupWord<B>(x, z, inv));
+  }
+}
+
+// The batch's code staging: S.codes from the batch's first tile's codes on (tile i at byte
+// S.place[i] & 0xffff; 3-bit when bit 31 is set).
+__device__ __forceinline__ uint8_t* staging(Slab& S, int i) {
+  return reinterpret_cast<uint8_t*>(S.codes) + (S.place[i] & 0xffffu);
+}
+
+// Group of 8 lanes: the pivot swap and transform of candidate tile ti of the slab; where it wins,
+// its codes (into the staging), meta and flag | kWon. Out of line: rare, and the main loop's code
+// must stay small (instruction fetch stalls dominated when it was inlined).
+__device__ __noinline__ void hadamardTrial(Slab& S, int ti) {
+  const unsigned m = groupMask();
+  const int j = laneId() & 7;
+  float x[8];
+  for (int k = 0; k < 8; ++k) x[k] = S.v[ti * kPitch + 8 * j + k];
+  unsigned c[8], flag;
+  uint32_t mh;
+  const bool three = (S.place[ti] >> 31) != 0;
+  if (gHadamardWins(m, x, three ? 7 : 15, c, &mh, &flag)) {
+    uint32_t w = 0;
+    for (int k = 0; k < 8; ++k) w |= c[k] << ((three ? 3 : 4) * k);
+    if (three)
+      storeGroup<3>(staging(S, ti), j, w);
+    else
+      storeGroup<4>(staging(S, ti), j, w);
+    if (j == 0) S.meta[ti] = mh, S.flag[ti] = flag | kWon;
+  }
+}
+
+// One batch (in the slab): lane l takes tile l (pass 1: min, max, the two largest |x|); groups of
+// 8 lanes try the pivot swap and transform on the candidates (largest |x| at least twice every
+// other); lanes whose tile it did not win write the plain codes (pass 2); the codes leave through
+// the staging, coalesced.
+__device__ void encodeBatch(Slab& S, const Geo& geo, bool had, const Batch& bt, uint8_t* out) {
+  const tah_layout_t& L = geo.L;
+  const int lane = laneId();
+  const LaneTile lt = laneTile(out, geo, bt);  // the header is this encode's: ok
+  const bool act = lt.act;
+  const size_t tile = lt.tile, off = lt.off;
+  const int three = lt.three;
+  const unsigned size = lt.size;
+  const size_t off0 = shfl64(off, 0);
+  const unsigned rel = static_cast<unsigned>(off - off0);  // < 1 KiB: a valid header's batch
+  const unsigned span = warpMax(act ? rel + size : 0u);    // codes are contiguous
+  S.place[lane] = rel | (three ? 0x80000000u : 0u);
+  S.flag[lane] = 0;
+  const float* v = S.v + lane * kPitch;
+  // pass 1 in two interleaved chains (min, max and the two largest |x| do not depend on the
+  // order: no NaN here, and tah_tile_meta canonicalises signed zeros); fminf / fmaxf are one
+  // instruction where tah_min / tah_max (NaN-aware) are two
+  float mn[2] = {v[0], v[0]}, mx[2] = {v[0], v[0]}, m1[2] = {0.0f, 0.0f}, m2[2] = {0.0f, 0.0f};
+#pragma unroll 2
+  for (int k = 0; k < TAH_TILE; k += 8) {
+    for (int h = 0; h < 2; ++h) {
+      const float4 a = *reinterpret_cast<const float4*>(v + k + 4 * h);
+      const float x[4] = {a.x, a.y, a.z, a.w};
+      for (int i = 0; i < 4; ++i) {
+        mn[h] = fminf(mn[h], x[i]), mx[h] = fmaxf(mx[h], x[i]);
+        const float ab = fabsf(x[i]);
+        m2[h] = fmaxf(m2[h], fminf(m1[h], ab));  // m2: the second largest |x| (duplicates count)
+        m1[h] = fmaxf(m1[h], ab);
+      }
+    }
+  }
+  const float m1t = fmaxf(m1[0], m1[1]);
+  const float m2t = fmaxf(fminf(m1[0], m1[1]), fmaxf(m2[0], m2[1]));
+  const bool cand = act && had && m1t > 0.0f && TAH_MUL(2.0f, m2t) <= m1t;
+  __syncwarp();
+  for (unsigned todo = __ballot_sync(0xffffffffu, cand); todo;) {
+    const int ti = gTake(&todo);
+    if (ti >= 0) hadamardTrial(S, ti);
+    __syncwarp();
+  }
+  uint32_t meta = S.meta[lane];
+  unsigned flag = S.flag[lane] & 0xffu;
+  if (act && !(S.flag[lane] & kWon)) {
+    unsigned wide = 0;
+    meta = tah_tile_meta(fminf(mn[0], mn[1]), fmaxf(mx[0], mx[1]), three ? 7 : 15, &wide);
+    flag = wide;
+    float z, s;
+    tah_meta_zs(meta, wide, &z, &s);
+    const float inv = tah_inv(s);
+    if (three)
+      tileCodes<3>(v, z, inv, staging(S, lane));
+    else
+      tileCodes<4>(v, z, inv, staging(S, lane));
+  }
+  __syncwarp();
+  uint32_t* codes = reinterpret_cast<uint32_t*>(out + L.codeOff + off0);
+  for (unsigned i = lane; i < span / 4; i += 32) codes[i] = S.codes[i];
+  if (act) {
+    reinterpret_cast<uint32_t*>(out + L.metaOff)[tile] = meta;
+    out[L.flagOff + tile] = static_cast<uint8_t>(flag);
+  }
+  __syncwarp();
+}
+
+// The tiles of the message (after selectKernel wrote the header), batches on the resident grid.
+__global__ void __launch_bounds__(kThreads, 5)
+    encodeTilesKernel(const void* in, int dtype, Geo geo, float scale, bool had, bool vec,
+                      uint8_t* out) {
+  __shared__ Slab slabs[kWarps];
+  const tah_layout_t& L = geo.L;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (size_t i = L.flagOff + L.tiles; i < L.codeOff; ++i) out[i] = 0;
+  Slab& S = slabs[threadIdx.x / 32];
+  forEachLoadedBatch(S.v, in, dtype, geo, scale, vec,
+                     [&](const Batch& bt) { encodeBatch(S, geo, had, bt, out); });
+}

@@ -1,8 +1,8 @@
 // tah's tile math across a group of 8 lanes (included by tah_device.cu, inside its anonymous
 // namespace): lane j of the group holds tile elements 8j .. 8j+7, so the host's trees
-// (tah_tile_sum, tah_wht64) are the group's shuffle patterns. The tile kernels call these for
-// the rare tiles that need a 64-point transform: an encode tile that is a pivot candidate, a
-// decode tile with the Hadamard flag.
+// (tah_tile_sum, tah_wht64) are the group's shuffle patterns. The tile kernels hand a group the
+// rare tiles that need a 64-point transform: an encode tile that is a pivot candidate, a decode
+// tile with the Hadamard flag.
 #pragma once
 
 __device__ __forceinline__ unsigned groupMask() {
@@ -102,4 +102,43 @@ __device__ bool gHadamardWins(unsigned m, const float* x, int q, unsigned* c, ui
   gWht(m, y);
   for (int k = 0; k < 8; ++k) y[k] = tah_fin(y[k]);
   return gQuantize(m, y, x, q, true, p, c, meta, flag) < errPlain;
+}
+
+// The group's 8 decoded fp32 values of tile (r, t) of a payload (tah_host.cc's decodeTile).
+__device__ void gDecodeTile(unsigned m, const uint8_t* pay, const tah_layout_t& L, uint32_t R,
+                            size_t r, size_t t, float* d) {
+  const int j = threadIdx.x & 7;
+  int three = 0;
+  size_t off = 0;
+  if (!tah_row_place(pay, &L, R, r, &three, &off)) {
+    for (int k = 0; k < 8; ++k) d[k] = 0.0f;
+    return;
+  }
+  const size_t tile = r * (R / TAH_TILE) + t;
+  const uint32_t meta = reinterpret_cast<const uint32_t*>(pay + L.metaOff)[tile];
+  const unsigned flag = pay[L.flagOff + tile];
+  float z, s;
+  tah_meta_zs(meta, flag, &z, &s);
+  const uint8_t* c = pay + L.codeOff + off + t * (three ? 24 : 32);
+  uint32_t w;
+  int bits;
+  if (three) {
+    w = c[3 * j] | c[3 * j + 1] << 8 | static_cast<uint32_t>(c[3 * j + 2]) << 16, bits = 3;
+  } else {
+    w = reinterpret_cast<const uint32_t*>(c)[j], bits = 4;
+  }
+  for (int k = 0; k < 8; ++k) d[k] = tah_value((w >> (bits * k)) & ((1u << bits) - 1u), z, s);
+  if (flag & TAH_FLAG_HAD) {
+    gWht(m, d);
+    gSwap(m, d, flag & TAH_FLAG_PIVOT);
+  }
+}
+
+// The i-th set bit of `todo` for group g of the warp (the warp's rare tiles, 4 at a time),
+// -1 when fewer are set; *todo loses its 4 lowest bits.
+__device__ __forceinline__ int gTake(unsigned* todo) {
+  unsigned mm = *todo;
+  for (int k = 0; k < static_cast<int>((threadIdx.x & 31u) >> 3); ++k) mm &= mm - 1u;
+  for (int k = 0; k < 4; ++k) *todo &= *todo - 1u;
+  return mm ? __ffs(mm) - 1 : -1;
 }

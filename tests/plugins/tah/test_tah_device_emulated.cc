@@ -35,14 +35,6 @@ inline unsigned __shfl_up_sync(unsigned mask, unsigned v, int delta, int width =
   const int lane = emuLane(), lo = lane & ~(width - 1);
   return emuGather(mask, v, lane - delta >= lo ? lane - delta : lane);
 }
-inline float __shfl_down_sync(unsigned mask, float v, int delta, int width = 32) {
-  const int lane = emuLane(), hi = (lane & ~(width - 1)) + width;
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  u = emuGather(mask, u, lane + delta < hi ? lane + delta : lane);
-  std::memcpy(&v, &u, 4);
-  return v;
-}
 inline unsigned __match_any_sync(unsigned mask, unsigned v) {
   unsigned peers = mask;
   for (int b = 0; b < 32; ++b) {
@@ -90,53 +82,35 @@ void launch(size_t blocks, unsigned threads, const std::function<void()>& body) 
   }
 }
 
-// tah_device.cu's encodeOn and decodeOn, with the emulated launches.
-unsigned emuQuadGrid(const Geo& g) {  // the quad kernels: at most 3 CTAs, several quads a warp
-  const unsigned need = gridFor(g.L.tiles, static_cast<size_t>(kQuadTiles) * (kQuadThreads / 32));
+// tah_device.cu's encodeOn and decodeOn, with the emulated launches; the batch loops get at
+// most 3 CTAs, so that they run several times.
+unsigned emuGrid(const Geo& g) {
+  const unsigned need = gridFor(g.L.tiles, static_cast<size_t>(kBatch) * kWarps);
   return need < 1 ? 1 : (need < 3 ? need : 3);
 }
-// onePass: select=group's encodeGroupsKernel, on at most 2 CTAs (so that a CTA takes several
-// groups); else the tile sums, the keys (and select=group's header) and encodeTilesKernel.
 void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count, uint8_t* out,
-               void* ws, float scale = 1.0f, bool onePass = true) {
+               void* ws, float scale = 1.0f) {
   const Geo g = geoOf(t, count);
   const bool vec = aligned16(in), group = t->scope == TAH_SCOPE_GROUP;
   uint32_t* keys = static_cast<uint32_t*>(ws);
   uint32_t* hdr = reinterpret_cast<uint32_t*>(out);
-  float2* sums = reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * g.L.rows));
-  if (group && g.L.n3 > 0 && onePass) {
-    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
-      launch(std::min<size_t>(g.L.groups, 2), kQuadThreads, [&] {
-        encodeGroupsKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, t->had != 0, vec,
-                                                                     sums, out);
-      });
-    });
-    return;
-  }
   if (g.L.n3 > 0) {
-    withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
-      launch(emuQuadGrid(g), kQuadThreads, [&] {
-        tileSumsKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, vec, sums);
-      });
-    });
+    float2* sums = reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * g.L.rows));
+    launch(emuGrid(g), kThreads, [&] { tileSumsKernel(in, dtype, g, scale, vec, sums); });
     launch(gridFor(g.L.rows, 64), 64, [&] { rowKeysKernel(sums, g, keys, group ? hdr : nullptr); });
   }
   if (!group || g.L.n3 == 0)
     launch(1, kSelectThreads, [&] {
       selectKernel(keys, static_cast<uint32_t>(g.L.rows), static_cast<uint32_t>(g.L.n3), hdr);
     });
-  withInput(dtype, scale != 1.0f, [&](auto dt, auto sc) {
-    launch(emuQuadGrid(g), kQuadThreads, [&] {
-      encodeTilesKernel<decltype(dt)::value, decltype(sc)::value>(in, g, scale, t->had != 0, vec,
-                                                                  out);
-    });
-  });
+  launch(emuGrid(g), kThreads,
+         [&] { encodeTilesKernel(in, dtype, g, scale, t->had != 0, vec, out); });
 }
 void emuDecode(const tah_instance_t* t, const Inputs& ins, int n, int mode, int self,
                const void* selfIn, float scale, size_t count, int dtype, void* out) {
   const Geo g = geoOf(t, count);
   const bool vec = aligned16(out) && (mode != 2 || aligned16(selfIn));
-  launch(emuQuadGrid(g), kQuadThreads, [&] {
+  launch(emuGrid(g), kThreads, [&] {
     if (mode == 0) decodeTilesKernel<0>(ins, n, self, selfIn, scale, g, dtype, vec, out);
     if (mode == 1) decodeTilesKernel<1>(ins, n, self, selfIn, scale, g, dtype, vec, out);
     if (mode == 2) decodeTilesKernel<2>(ins, n, self, selfIn, scale, g, dtype, vec, out);
@@ -192,11 +166,6 @@ TEST_P(TahEmu, DeviceKernelsGiveHostBytes) {
       std::vector<uint8_t> dp(pb, 0xEE);
       emuEncode(t, raw[r].data(), dtype, n, dp.data(), ews.data());
       ASSERT_EQ(dp, hp[r]) << "encode dtype " << dtype << " input " << r;
-      if (t->scope == TAH_SCOPE_GROUP && r == 1) {  // select=group in two passes
-        std::fill(dp.begin(), dp.end(), 0xEE);
-        emuEncode(t, raw[r].data(), dtype, n, dp.data(), ews.data(), 1.0f, false);
-        ASSERT_EQ(dp, hp[r]) << "two-pass encode dtype " << dtype << " input " << r;
-      }
       if (r == 1) {  // an input that is not 16-byte aligned: the element-wise loads
         std::vector<uint8_t> shifted(raw[r].size() + 16);
         const uintptr_t base = reinterpret_cast<uintptr_t>(shifted.data());
@@ -306,8 +275,6 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"row=64,low=0.5,strict=0,select=message", 70, 7, 2},
                       Case{"row=192,low=0.3", 45, 0, 3}, Case{"row=256,strict=0", 3, 100, 4},
                       Case{"row=128,low=1", 33, 0, 1}, Case{"row=64,low=0", 5, 0, 2},
-                      Case{"row=1024,strict=0", 0, 7, 0},
-                      // over 4096 elements a row: the one-pass encode's sums in the workspace
-                      Case{"row=4160,low=0.5", 3, 0, 1}));
+                      Case{"row=1024,strict=0", 0, 7, 0}));
 
 }  // namespace
