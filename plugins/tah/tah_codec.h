@@ -20,8 +20,8 @@ typedef struct {
   uint32_t scope;  /* where the 3-bit rows are the lowest-entropy fraction: TAH_SCOPE_* */
 } tah_instance_t;
 
-/* scope=group (the default): of each group of 32 rows, the fraction the group's end adds
- * (tah_group_low), so that encode reads its input once; scope=message: of the whole message
+/* spec select=group (the default): of each group of 32 rows, the fraction the group's end adds
+ * (tah_group_low), a choice local to the group; select=message: of the whole message
  * (TAH-Quant's rule), which needs every row's entropy before any row is coded. */
 #define TAH_SCOPE_GROUP 0u
 #define TAH_SCOPE_MESSAGE 1u

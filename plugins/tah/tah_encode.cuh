@@ -1,5 +1,6 @@
 // tah's encode kernels (included by tah_device.cu, inside its anonymous namespace): the tiles'
-// entropy sums, the rows' keys, then (after selectKernel's header) the tiles. The tile kernels
+// entropy sums, the rows' keys (select=group: with the header), then (after the header) the
+// tiles. The tile kernels
 // loop over batches of 32 tiles a warp on the resident grid (tah_slab.cuh).
 #pragma once
 
@@ -277,7 +278,7 @@ __device__ void encodeBatch(Slab& S, const Geo& geo, bool had, const Batch& bt, 
   __syncwarp();
 }
 
-// The tiles of the message (after selectKernel wrote the header), batches on the resident grid.
+// The tiles of the message (after the header is written), batches on the resident grid.
 __global__ void __launch_bounds__(kThreads, 5)
     encodeTilesKernel(const void* in, int dtype, Geo geo, float scale, bool had, bool vec,
                       uint8_t* out) {

@@ -314,10 +314,10 @@ int encodeImpl(const tah_instance_t* t, const void* in, int dtype, size_t count,
       }
       keys[r] = static_cast<uint64_t>(tah_row_key(S, U)) << 32 | r;
     }
-    // the n smallest of keys[a, e) are 3-bit
-    auto lowest = [&](size_t a, size_t e, size_t n) {
-      if (n < e - a) std::nth_element(keys + a, keys + a + n, keys + e);
-      for (size_t k = a; k < a + n; ++k) {
+    // the n smallest of keys[b, e) are 3-bit
+    auto lowest = [&](size_t b, size_t e, size_t n) {
+      if (n < e - b) std::nth_element(keys + b, keys + b + n, keys + e);
+      for (size_t k = b; k < b + n; ++k) {
         const size_t r = static_cast<uint32_t>(keys[k]);
         out[8 * (r / 32) + (r % 32) / 8] |= static_cast<uint8_t>(1u << (r % 8));
       }
@@ -405,7 +405,8 @@ int decodeAccumulate(const void* instance, const void* const* ins, int n, size_t
 
 // The owner step: acc = sum over r in rank order (first term assigned; the owner's raw input,
 // the others decoded), acc *= scale when scale != 1, out = encode(acc as fp32), decoded =
-// decode(out) in dtype. The bit map depends on every row, so acc is built whole first (ws); with
+// decode(out) in dtype. The bit map depends on every row (select=message) or on every row of a
+// group, so acc is built whole first (ws); with
 // p = 1 acc is selfIn * scale, encoded on the fly (encode maps non-finite values to 0 either way).
 int decodeReduceEncode(const void* instance, const void* const* ins, int p, int self,
                        const void* selfIn, int dtype, size_t count, float scale, void* out,

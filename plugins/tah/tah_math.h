@@ -37,7 +37,6 @@
 #ifndef TAH_MATH_H_
 #define TAH_MATH_H_
 
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,14 +52,12 @@
 #define TAH_SUB(a, b) __fsub_rn((a), (b))
 #define TAH_MUL(a, b) __fmul_rn((a), (b))
 #define TAH_DIV(a, b) __fdiv_rn((a), (b))
-#define TAH_FMA(a, b, c) __fmaf_rn((a), (b), (c))
 #define TAH_POPC(x) __popc(x)
 #else
 #define TAH_ADD(a, b) ((a) + (b))
 #define TAH_SUB(a, b) ((a) - (b))
 #define TAH_MUL(a, b) ((a) * (b))
 #define TAH_DIV(a, b) ((a) / (b))
-#define TAH_FMA(a, b, c) fmaf((a), (b), (c))
 #define TAH_POPC(x) __builtin_popcount(x)
 #endif
 

@@ -57,6 +57,7 @@ const char* const kSpecs[] = {
     "tah:row=64,low=0.0001,strict=0,had=0",
     "tah:row=64",
     "tah:row=256,low=0.3",
+    "tah:row=128,low=0.3,strict=0,select=message",  // last: make_corpus.py names specs by index
 };
 constexpr int kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
 constexpr size_t kMaxCount = 4500;  // int4 block=2048: 2 blocks and a partial; tah row=64: 70 rows

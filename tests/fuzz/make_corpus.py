@@ -101,7 +101,8 @@ for name, text in policies.items():
     write("fuzz_policy_file", name, text.encode())
 
 # fuzz_plugin_decode: [spec][dtype: fp32, fp16, bf16][count u16][p][self][mode] then the bytes
-# that fill every buffer. Specs 0-11 int4, 12-17 tah strict=0, 18-19 tah strict=1 (the list in
+# that fill every buffer. Specs 0-11 int4, 12-17 tah strict=0, 18-19 tah strict=1, 20 tah
+# select=message (the list in
 # fuzz_plugin_decode.cc). Counts around the blocks / rows of each spec; fill bytes that read as
 # ordinary floats (and scale words), mixed with random bytes.
 INT4_BLOCK = [128, 32, 2048, 128, 128, 32, 2048, 2048, 128, 32, 2048, 64]
@@ -124,3 +125,5 @@ write("fuzz_plugin_decode", "tah_all_ones", bytes([13, 2]) + struct.pack("<H", 4
 write("fuzz_plugin_decode", "tah_strict_refused", bytes([18, 1]) + struct.pack("<H", 100) + bytes([1, 0, 0]) + floats(8))
 write("fuzz_plugin_decode", "int4_zero_count", bytes([0, 0, 0, 0, 0, 0, 0]))
 write("fuzz_plugin_decode", "int4_max_count", bytes([7, 1]) + struct.pack("<H", 4500) + bytes([3, 3, 1]) + floats(32))
+# tah select=message (spec 20, row 128): 33 rows and a partial one, 3 payloads, the owner step
+write("fuzz_plugin_decode", "tah_message", bytes([20, 2]) + struct.pack("<H", 33 * 128 + 5) + bytes([3, 1, 2]) + floats(64))

@@ -81,8 +81,8 @@ TEST(TahData, PipelineBoundaryTensors) {
         "| %s | %zu x %zu | %.3f | %.4f | %.4f | %.4f | %.4f | %.4f / %.4f | %.4f | %.4f |\n",
         t.at("file").get<std::string>().c_str(), rows, R, a.bits, a.median, a.p90, a.max, a.whole,
         s.median, s.whole, b.median, b.max);
-    // Measured on the H200 capture (plugins/tah/README.md): median 0.081-0.089, p90
-    // 0.182-0.194, max 0.196-0.221; 4.431 bits per element.
+    // Measured on the H200 capture (plugins/tah/README.md), select=group: median 0.081-0.089,
+    // p90 0.182-0.194, max 0.196-0.221; 4.431 bits per element.
     EXPECT_EQ(a.overBound, 0u) << t.at("file");
     EXPECT_LT(a.median, 0.10) << t.at("file");
     EXPECT_LT(a.p90, 0.21) << t.at("file");
