@@ -1,7 +1,7 @@
 // tah's encode kernels (included by tah_device.cu, inside its anonymous namespace): the tiles'
 // entropy sums, the rows' keys (select=group: with the header), then (after the header) the
-// tiles. The tile kernels
-// loop over batches of 32 tiles a warp on the resident grid (tah_slab.cuh).
+// tiles. The tile kernels loop over batches of 32 tiles a warp on the resident grid
+// (tah_slab.cuh).
 #pragma once
 
 // The warp's batches of the message into its slab (encoded values: fin(x), fin(x * scale)), and
@@ -66,9 +66,10 @@ __device__ __forceinline__ float2 tileSums(const float* v, const Log2Table& T) {
       // tah_ulog(a[k]) without a branch (the compiler made one an element of `e == 0 ? ...`):
       // log2 is formed for every element, and a mask clears the term of those below 2^-126
       const uint32_t b = tah_bits(a[k]);
-      const float frac = Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
-                                                               (((b & 0x7f0000u) >> 10) + lane4))
-                             : tah_log2_frac(b & 0x7fffffu);
+      const float frac =
+          Tab ? *reinterpret_cast<const float*>(reinterpret_cast<const char*>(T.f) +
+                                                (((b & 0x7f0000u) >> 10) + lane4))
+              : tah_log2_frac(b & 0x7fffffu);
       const float lg = TAH_ADD(tah_log2_exp(b >> 23), frac);
       u[k] = tah_float(tah_bits(TAH_MUL(a[k], lg)) & (b < 0x00800000u ? 0u : ~0u));
     }

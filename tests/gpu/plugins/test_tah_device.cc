@@ -136,9 +136,9 @@ void checkShape(void* inst, const char* spec, size_t n, size_t R, int dtype, int
       D->host.decode(inst, g->data(), n, dtype, hOut.data(), hw);
       D->device.decode(inst, upload(dPay, *g), n, dtype, dOut.p, dws.p, s);
       CK(cudaStreamSynchronize(s));
-      expectSameValues(
-          hOut, toHost(dOut.p, n * es), dtype,
-          std::string("garbage decode (") + (g == &junk ? "random" : "bent header") + ") " + tag);
+      expectSameValues(hOut, toHost(dOut.p, n * es), dtype,
+                       std::string("garbage decode (") + (g == &junk ? "random" : "bent header") +
+                           ") " + tag);
     }
   }
   // decodeAccumulate of three payloads onto a non-zero acc

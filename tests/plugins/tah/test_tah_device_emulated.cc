@@ -97,7 +97,8 @@ void emuEncode(const tah_instance_t* t, const void* in, int dtype, size_t count,
   if (g.L.n3 > 0) {
     float2* sums = reinterpret_cast<float2*>(static_cast<char*>(ws) + pad256(4 * g.L.rows));
     launch(emuGrid(g), kThreads, [&] { tileSumsKernel(in, dtype, g, scale, vec, sums); });
-    launch(gridFor(g.L.rows, 64), 64, [&] { rowKeysKernel(sums, g, keys, group ? hdr : nullptr); });
+    launch(gridFor(g.L.rows, 256), 256,
+           [&] { rowKeysKernel(sums, g, keys, group ? hdr : nullptr); });  // as encodeOn
   }
   if (!group || g.L.n3 == 0)
     launch(1, kSelectThreads, [&] {
