@@ -87,7 +87,7 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   c.deviceTransport = e.deviceTransport;
   c.deviceBlocks = e.deviceBlocks;
   c.deviceStagingBytes = e.deviceStagingBytes;
-  c.ncclCallCheck = e.ncclCallCheck != 0;
+  c.ncclCallCheck = static_cast<int>(e.ncclCallCheck);
   c.stagedCallCheck = e.stagedCallCheck != 0;
   c.twoLevelPipeline = e.twoLevelPipeline != 0;
   if (cfg.commName) c.name = cfg.commName;

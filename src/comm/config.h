@@ -41,7 +41,7 @@ struct CommConfig {
   std::string deviceExact = env_default::deviceExact;          // auto | coccl | nccl
   int64_t deviceBlocks = env_default::deviceBlocks;  // CUDA IPC channels, 0 = auto
   int64_t deviceStagingBytes = env_default::deviceStagingBytes;  // CUDA IPC region per rank
-  bool ncclCallCheck = env_default::ncclCallCheck != 0;          // per-call agreement over NCCL
+  int ncclCallCheck = static_cast<int>(env_default::ncclCallCheck);  // agreement over NCCL: 0-2
   bool stagedCallCheck = env_default::stagedCallCheck != 0;  // ... of the staged pipeline (IPC)
   bool twoLevelPipeline = env_default::twoLevelPipeline != 0;    // device hier: pieces overlap
   // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use

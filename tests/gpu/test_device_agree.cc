@@ -193,12 +193,27 @@ void everyRankFailsBeforeTheCall(const Case& k, GpuRunOptions o, const char* pat
 }
 
 // Over the NCCL transport the check runs before the call: every disagreement is reported,
-// also those on which NCCL then hangs.
+// also those on which NCCL then hangs (COCCL_NCCL_CALL_CHECK=2: the exact calls as well).
 TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
   COCCL_REQUIRE_GPU();
   GpuRunOptions o = overNcclTransport(GpuRunOptions());
-  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "2"});
   everyRankFailsBeforeTheCall(GetParam(), o, "device path (NCCL)");
+}
+
+// Without COCCL_NCCL_CALL_CHECK (its default, 1) the compressed calls over the NCCL transport
+// are checked: the disagreements that coccl's own pipeline would otherwise turn into wrong
+// results silently.
+TEST(DeviceAgreementDefault, NcclTransportCompressedChecked) {
+  COCCL_REQUIRE_GPU();
+  int checked = 0;
+  for (const Case& k : kCases) {
+    if (!k.common.codec) continue;
+    SCOPED_TRACE(k.name);
+    everyRankFailsBeforeTheCall(k, overNcclTransport(GpuRunOptions()), "device path (NCCL)");
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreement, ::testing::ValuesIn(kCases),
@@ -242,7 +257,7 @@ TEST(DeviceAgreement, CudaIpcAgreeingCallsStillRight) {
 TEST(DeviceAgreement, NcclTransportAgreeingCallsStillRight) {
   COCCL_REQUIRE_GPU();
   GpuRunOptions o = overNcclTransport(GpuRunOptions());
-  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "2"});
   agreeingCallsStillRight(o);
 }
 
@@ -253,7 +268,7 @@ TEST(DeviceAgreement, NcclTransportAgreeingCallsStillRight) {
 TEST(DeviceAgreement, NcclTransportStreamsAndGraphsNoFalseAlarm) {
   COCCL_REQUIRE_GPU();
   GpuRunOptions o = overNcclTransport(GpuRunOptions());
-  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "1"});
+  o.env.push_back({"COCCL_NCCL_CALL_CHECK", "2"});
   o.harnessTimeoutS = 150;
   runGpuRanks(
       3,

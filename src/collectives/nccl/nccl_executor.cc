@@ -59,7 +59,8 @@ struct NcclExecutor::Impl {
   std::unique_ptr<NcclComm> tr;
   std::unique_ptr<NcclMover> mover;
   std::unique_ptr<StagedCodec> staged;  // null when exact-only
-  std::unique_ptr<DeviceCallCheck> check;  // null under COCCL_NCCL_CALL_CHECK=0
+  std::unique_ptr<DeviceCallCheck> check;  // null where no call is checked
+  bool checkExact = false;  // COCCL_NCCL_CALL_CHECK=2: the exact calls too (1: compressed only)
   size_t slotBytes = 0;
   bool takesDefaultExact = true;  // exact-only: also the calls no rule assigned
 
@@ -106,7 +107,12 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
                             static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 1)),
                             c.config().twoLevelPipeline);
     }
-    if (c.config().ncclCallCheck) m.check = std::make_unique<DeviceCallCheck>(m.p, m.me);
+    // COCCL_NCCL_CALL_CHECK: 1 checks the compressed calls (none in an exact-only executor),
+    // 2 every call.
+    const int level = c.config().ncclCallCheck;
+    m.checkExact = level >= 2;
+    if (level >= 2 || (level == 1 && !exactOnly))
+      m.check = std::make_unique<DeviceCallCheck>(m.p, m.me);
   } catch (const Error& e) {
     failure = e.what();
   }
@@ -116,7 +122,8 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   if (reason.empty())  // exact-only: no slots (0 everywhere)
     reason = agreeValues(c.bootstrap(),
                          {{"COCCL_CHUNK_BYTES", exactOnly ? 0 : m.slotBytes},
-                          {"COCCL_NCCL_CALL_CHECK", m.check ? 1u : 0u},
+                          {"COCCL_NCCL_CALL_CHECK",
+                           static_cast<uint64_t>(c.config().ncclCallCheck)},
                           // (COCCL_CHUNK_BYTES and COCCL_RANKS_PER_NODE, which the two-level
                           // calls' pieces follow from: agreed by the communicator at init)
                           {"COCCL_TWO_LEVEL_PIPELINE", c.config().twoLevelPipeline ? 1u : 0u}});
@@ -213,7 +220,7 @@ void NcclExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   DeviceGuard g(m.device);
   // Wire bytes: the payload's (as over CUDA IPC, not the descriptors).
-  if (!m.check) return runChecked(r, stats);
+  if (!m.check || (!r.codec && !m.checkExact)) return runChecked(r, stats);
   m.check->check(makeCallDesc(r), *m.mover, static_cast<cudaStream_t>(r.stream));
   runChecked(r, stats);
 }

@@ -7,8 +7,8 @@
 // (collectives/staged/staged_codec.h: the codec's device operations, built-in or plug-in, with
 // grouped ncclSend/ncclRecv moving the encoded pieces of COCCL_CHUNK_BYTES), bit for bit the
 // results of the host path and of the CUDA IPC path. Uncompressed collectives and Send/Recv
-// are NCCL's own. Every collective is first checked for agreement across ranks
-// (collectives/staged/call_check.h; COCCL_NCCL_CALL_CHECK).
+// are NCCL's own. The compressed collectives are first checked for agreement across ranks, and
+// the exact ones too under COCCL_NCCL_CALL_CHECK=2 (collectives/staged/call_check.h).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // Per-call agreement of the device collectives over NCCL, whose kernels do not compare
-// descriptors (collectives/call_desc.h): every call the NCCL executor runs
-// (COCCL_NCCL_CALL_CHECK=1). (The staged pipeline over CUDA IPC compares its descriptors inside
+// descriptors (collectives/call_desc.h): the calls the NCCL executor runs
+// (COCCL_NCCL_CALL_CHECK: 1, the default, its compressed calls; 2 every call; 0 none). (The staged pipeline over CUDA IPC compares its descriptors inside
 // its first exchange's P2P kernel instead: StagedCodec::run's `agree`.) Before the call:
 //   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
 //      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
@@ -24,9 +24,11 @@
 // A graph must not outlive its communicator, and the executions of one captured graph (several
 // execs of it, clones, child-graph copies) share its slots: one of them may run at a time, or
 // they can be reported as disagreeing.
-// Off by default (COCCL_NCCL_CALL_CHECK=1 turns it on) for its cost on small calls. Running the
-// all-gather in one NCCL group with an exact call (then comparing after it) was measured no
-// faster there, and it would leave the hanging disagreements unreported.
+// The exact calls (NCCL's own collectives, which NCCL does not check either) only under
+// COCCL_NCCL_CALL_CHECK=2, for the cost on small calls; the compressed ones, from
+// COCCL_COMPRESS_MIN_BYTES up, by default. Running the all-gather in one NCCL group with an
+// exact call (then comparing after it) was measured no faster there, and it would leave the
+// hanging disagreements unreported.
 #pragma once
 
 #include <cuda_runtime.h>
