@@ -49,59 +49,144 @@ __device__ __noinline__ void hadamardDecode(Slab& S, const uint8_t* pay, const G
   for (int k = 0; k < 8; ++k) v[k] = add ? TAH_ADD(v[k], d[k]) : d[k];
 }
 
-// The lane's tile (lane < nt) of payload `pay` into the slab: v = decoded (add: v += decoded).
-// Codes come through the slab when the batch's codes are contiguous (every valid payload),
-// else (a garbage header) from the payload directly; both read only inside the code section.
-__device__ void decodeBatchInto(Slab& S, const uint8_t* pay, const Geo& geo, const Batch& bt,
-                                bool add) {
-  const tah_layout_t& L = geo.L;
+// A batch's tile placement, scale, zero and flag, lane l's tile's (loaded by loadHead; the
+// loads are issued there, their values used by stageCodes and decodeStaged).
+struct BatchHead {
+  LaneTile lt;
+  uint32_t meta;
+  unsigned flag;
+};
+__device__ __forceinline__ BatchHead loadHead(const uint8_t* pay, const Geo& geo, const Batch& bt) {
+  BatchHead h;
+  h.lt = laneTile(pay, geo, bt);
+  h.meta = 0;
+  h.flag = 0;
+  if (h.lt.act && h.lt.ok) {
+    h.meta = reinterpret_cast<const uint32_t*>(pay + geo.L.metaOff)[h.lt.tile];
+    h.flag = pay[geo.L.flagOff + h.lt.tile];
+  }
+  return h;
+}
+
+// One 4-byte copy from global to shared memory: asynchronous on the GPU (cp.async, sm_80 on;
+// codesArrived() waits for the lane's copies), a plain copy elsewhere.
+__device__ __forceinline__ void copyWordAsync(uint32_t* dst, const uint32_t* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
+#else
+  *dst = *src;
+#endif
+}
+// The lane's copies issued so far have arrived, and (after the __syncwarp) every lane's.
+__device__ __forceinline__ void codesArrived() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
+#endif
+  __syncwarp();
+}
+
+// Where a lane's codes lie: in `codes` (staged: the batch's codes are contiguous, as in every
+// valid payload), else (a garbage header) in the payload itself; rel: bytes from the batch's
+// first code (staged).
+struct BatchCodes {
+  bool staged;
+  size_t rel;
+};
+// The batch's codes into `codes` when they are contiguous (asynchronously on the GPU: the
+// lanes' copies are issued, codesArrived() waits for them); reads only inside the code section.
+__device__ __forceinline__ BatchCodes stageCodes(uint32_t* codes, const uint8_t* pay,
+                                                 const Geo& geo, const BatchHead& h) {
+  const LaneTile& lt = h.lt;
+  const bool live = lt.act && lt.ok;
+  const size_t off0 = shfl64(lt.off, 0);
+  const bool contiguous = !live || (lt.off >= off0 && lt.off - off0 <= 4u * kCodeWords - lt.size);
+  BatchCodes bc;
+  bc.staged = __all_sync(0xffffffffu, contiguous) && __shfl_sync(0xffffffffu, lt.ok ? 1u : 0u, 0);
+  bc.rel = lt.off - off0;
+  if (bc.staged) {
+    const unsigned span = warpMax(live ? static_cast<unsigned>(bc.rel) + lt.size : 0u);
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(pay + geo.L.codeOff + off0);
+    for (unsigned i = laneId(); i < span / 4; i += 32) copyWordAsync(codes + i, src + i);
+  }
+  return bc;
+}
+
+// The lane's tile (lane < nt) of payload `pay` into the slab: v = decoded (add: v += decoded),
+// its codes where stageCodes put them (arrived: codesArrived() was called after it).
+__device__ void decodeStaged(Slab& S, const uint8_t* pay, const Geo& geo, const Batch& bt,
+                             const BatchHead& h, const BatchCodes& bc, bool add) {
   const int lane = laneId();
-  const LaneTile lt = laneTile(pay, geo, bt);
-  const bool act = lt.act, ok = lt.ok;
-  const size_t tile = lt.tile, off = lt.off;
-  const int three = lt.three;
-  const unsigned size = lt.size;
-  uint32_t meta = 0;
-  unsigned flag = 0;
-  if (act && ok) {
-    meta = reinterpret_cast<const uint32_t*>(pay + L.metaOff)[tile];
-    flag = pay[L.flagOff + tile];
-  }
-  const bool had = ok && (flag & TAH_FLAG_HAD);
+  const LaneTile& lt = h.lt;
+  const bool had = lt.ok && (h.flag & TAH_FLAG_HAD);
   float z, s;
-  tah_meta_zs(meta, flag, &z, &s);
+  tah_meta_zs(h.meta, h.flag, &z, &s);
   // where a NaN can come out: a non-finite scale or zero, or a transform's overflow
-  if (act) S.flag[lane] |= (had || tah_fin(z) != z || tah_fin(s) != s) ? kExact : 0u;
-  const size_t off0 = shfl64(off, 0);
-  const bool contiguous = !(act && ok) || (off >= off0 && off - off0 <= 4u * kCodeWords - size);
-  const bool staged =
-      __all_sync(0xffffffffu, contiguous) && __shfl_sync(0xffffffffu, ok ? 1u : 0u, 0);
-  const size_t rel = off - off0;
-  if (staged) {
-    const unsigned span = warpMax(act && ok ? static_cast<unsigned>(rel) + size : 0u);
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(pay + L.codeOff + off0);
-    for (unsigned i = lane; i < span / 4; i += 32) S.codes[i] = src[i];
-    __syncwarp();
-  }
-  if (act && !had) {
+  if (lt.act) S.flag[lane] |= (had || tah_fin(z) != z || tah_fin(s) != s) ? kExact : 0u;
+  if (lt.act && !had) {
     float* v = S.v + lane * kPitch;
-    if (ok && staged) {
-      const uint8_t* c = reinterpret_cast<const uint8_t*>(S.codes) + rel;
-      if (three)
+    if (lt.ok && bc.staged) {
+      const uint8_t* c = reinterpret_cast<const uint8_t*>(S.codes) + bc.rel;
+      if (lt.three)
         decodeLane<3>(c, z, s, add, v);
       else
         decodeLane<4>(c, z, s, add, v);
-    } else if (ok) {
-      decodeLaneFromPayload(pay + L.codeOff + off, three, z, s, add, v);
+    } else if (lt.ok) {
+      decodeLaneFromPayload(pay + geo.L.codeOff + lt.off, lt.three, z, s, add, v);
     } else {  // the staging's bytes, read as 0 * anything
-      decodeLaneFromPayload(reinterpret_cast<const uint8_t*>(S.codes), three, 0.0f, 0.0f, add, v);
+      decodeLaneFromPayload(reinterpret_cast<const uint8_t*>(S.codes), lt.three, 0.0f, 0.0f, add,
+                            v);
     }
   }
   __syncwarp();
-  for (unsigned todo = __ballot_sync(0xffffffffu, act && had); todo;) {
+  for (unsigned todo = __ballot_sync(0xffffffffu, lt.act && had); todo;) {
     const int ti = gTake(&todo);
     if (ti >= 0) hadamardDecode(S, pay, geo, bt.tile0 + static_cast<size_t>(ti), ti, add);
     __syncwarp();
+  }
+}
+
+// The three steps back to back (the reductions' decodes, one input after another).
+__device__ void decodeBatchInto(Slab& S, const uint8_t* pay, const Geo& geo, const Batch& bt,
+                                bool add) {
+  const BatchHead h = loadHead(pay, geo, bt);
+  const BatchCodes bc = stageCodes(S.codes, pay, geo, h);
+  codesArrived();
+  decodeStaged(S, pay, geo, bt, h, bc, add);
+}
+
+// Mode 0 (out (dtype) = decode(pay)), software-pipelined: the next batch's placement, scales
+// and flags are loaded before this batch is decoded, and its codes copied into the slab
+// (asynchronously) before this batch is stored, so a warp waits on memory only when a batch
+// is shorter than a load.
+__device__ void decodePipelined(Slab& S, const uint8_t* pay, const Geo& geo, int dtype, bool vec,
+                                void* out) {
+  const size_t count = geo.count;
+  Batch bt, nx;
+  size_t b = firstBatch();
+  if (!nextBatch(geo, &b, &bt)) return;
+  BatchHead h = loadHead(pay, geo, bt);
+  BatchCodes bc = stageCodes(S.codes, pay, geo, h);
+  for (;;) {
+    const bool more = nextBatch(geo, &b, &nx);
+    BatchHead hn;
+    if (more) hn = loadHead(pay, geo, nx);
+    const size_t e0 = bt.tile0 * TAH_TILE;
+    const bool real = e0 < count;  // else padding tiles only (whole warp)
+    codesArrived();
+    if (real) {
+      S.flag[laneId()] = 0;  // the lane's own until decodeStaged's __syncwarp
+      decodeStaged(S, pay, geo, bt, h, bc, false);
+    }
+    if (more) {
+      __syncwarp();  // the codes were read: the next batch's may come in
+      bc = stageCodes(S.codes, pay, geo, hn);
+    }
+    if (real) slabStore(S, dtype, count, e0, bt.nt, vec, 1.0f, out);
+    if (!more) break;
+    __syncwarp();  // the slab's values were read
+    bt = nx;
+    h = hn;
   }
 }
 
@@ -113,6 +198,10 @@ __global__ void __launch_bounds__(kThreads)
                       int dtype, bool vec, void* out) {
   __shared__ Slab slabs[kWarps];
   Slab& S = slabs[threadIdx.x / 32];
+  if constexpr (Mode == 0) {
+    decodePipelined(S, ins.p[0], geo, dtype, vec, out);
+    return;
+  }
   const size_t count = geo.count;
   Batch bt;
   for (size_t b = firstBatch(); nextBatch(geo, &b, &bt);) {
