@@ -182,7 +182,16 @@ __device__ void decodePipelined(Slab& S, const uint8_t* pay, const Geo& geo, int
       __syncwarp();  // the codes were read: the next batch's may come in
       bc = stageCodes(S.codes, pay, geo, hn);
     }
-    if (real) slabStore(S, dtype, count, e0, bt.nt, vec, 1.0f, out);
+    if (real) {
+      if (vec && bt.nt == kBatch && e0 + kBatch * TAH_TILE <= count && dtype != TAH_DT_F32) {
+        if (dtype == TAH_DT_BF16)
+          slabStoreWhole16<TAH_DT_BF16>(S, e0, out);
+        else
+          slabStoreWhole16<TAH_DT_F16>(S, e0, out);
+      } else {
+        slabStore(S, dtype, count, e0, bt.nt, vec, 1.0f, out);
+      }
+    }
     if (!more) break;
     __syncwarp();  // the slab's values were read
     bt = nx;

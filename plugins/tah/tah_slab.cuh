@@ -369,3 +369,30 @@ __device__ void slabStore(const Slab& S, int dtype, size_t count, size_t e0, int
   else
     slabStoreT<8>(S, dtype, count, e0, nt, vec, scale, out);
 }
+
+// A whole batch (32 tiles, all below count) into a 16-byte-aligned 16-bit output, scale 1 (the
+// decode's common case): slabStoreT<8>'s bytes without its per-chunk bounds checks, the dtype a
+// template parameter, and the exact conversions out of line for the tiles that need them.
+__device__ __noinline__ uint4 packChunkExact(int dtype, const float* s) {
+  uint32_t w[4];
+  for (int k = 0; k < 4; ++k) w[k] = packExact(dtype, s[2 * k], s[2 * k + 1]);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+template <int Dt>
+__device__ __forceinline__ void slabStoreWhole16(const Slab& S, size_t e0, void* out) {
+  uint4* o = reinterpret_cast<uint4*>(out) + e0 / 8;
+#pragma unroll 2
+  for (int i = 0; i < 8; ++i) {
+    const int c = laneId() + 32 * i;  // chunk c: tile c / 8, its elements 8 (c % 8) ..
+    const int tile = c >> 3;
+    const float* s = S.v + tile * kPitch + 8 * (c & 7);
+    if (S.flag[tile] & kExact) {
+      o[c] = packChunkExact(Dt, s);
+      continue;
+    }
+    const float4 a = *reinterpret_cast<const float4*>(s);
+    const float4 b = *reinterpret_cast<const float4*>(s + 4);
+    o[c] = make_uint4(pack2(Dt, a.x, a.y, false), pack2(Dt, a.z, a.w, false),
+                      pack2(Dt, b.x, b.y, false), pack2(Dt, b.z, b.w, false));
+  }
+}
