@@ -199,18 +199,12 @@ __device__ void decodePipelined(Slab& S, const uint8_t* pay, const Geo& geo, int
   }
 }
 
-// Mode 0: out (dtype) = decode(ins[0]); 1: acc += decode(ins[0]) + ... in order; 2 (the owner
-// step's sum): acc (fp32) = sum over r of (r == self ? selfIn : decode(ins[r])), times scale.
+// Mode 1: acc += decode(ins[0]) + ... in order; 2 (the owner step's sum): acc (fp32) = sum over r
+// of (r == self ? selfIn : decode(ins[r])), times scale. A batch at a time, its inputs one after
+// another.
 template <int Mode>
-__global__ void __launch_bounds__(kThreads)
-    decodeTilesKernel(Inputs ins, int n, int self, const void* selfIn, float scale, Geo geo,
-                      int dtype, bool vec, void* out) {
-  __shared__ Slab slabs[kWarps];
-  Slab& S = slabs[threadIdx.x / 32];
-  if constexpr (Mode == 0) {
-    decodePipelined(S, ins.p[0], geo, dtype, vec, out);
-    return;
-  }
+__device__ void decodeSumInto(Slab& S, const Inputs& ins, int n, int self, const void* selfIn,
+                              float scale, const Geo& geo, int dtype, bool vec, float* acc) {
   const size_t count = geo.count;
   Batch bt;
   for (size_t b = firstBatch(); nextBatch(geo, &b, &bt);) {
@@ -218,9 +212,9 @@ __global__ void __launch_bounds__(kThreads)
     if (e0 >= count) continue;  // padding tiles only (whole warp)
     S.flag[laneId()] = 0;
     if (Mode == 1)  // acc is read as is (no non-finite mapping), 0 past count
-      slabLoad<false, false>(out, TAH_DT_F32, count, e0, bt.nt, vec, 1.0f, S.v);
+      slabLoad<false, false>(acc, TAH_DT_F32, count, e0, bt.nt, vec, 1.0f, S.v);
     __syncwarp();
-    for (int q = 0; q < (Mode == 0 ? 1 : n); ++q) {
+    for (int q = 0; q < n; ++q) {
       const bool add = Mode == 1 || q > 0;
       if (Mode == 2 && q == self) {
         if (add)
@@ -232,10 +226,20 @@ __global__ void __launch_bounds__(kThreads)
         decodeBatchInto(S, ins.p[q], geo, bt, add);
       }
     }
-    if (Mode == 0)
-      slabStore(S, dtype, count, e0, bt.nt, vec, 1.0f, out);
-    else
-      slabStore(S, TAH_DT_F32, count, e0, bt.nt, vec, Mode == 2 ? scale : 1.0f, out);
+    slabStore(S, TAH_DT_F32, count, e0, bt.nt, vec, Mode == 2 ? scale : 1.0f, acc);
     __syncwarp();
   }
+}
+
+// Mode 0: out (dtype) = decode(ins[0]) (decodePipelined); 1 and 2: decodeSumInto.
+template <int Mode>
+__global__ void __launch_bounds__(kThreads)
+    decodeTilesKernel(Inputs ins, int n, int self, const void* selfIn, float scale, Geo geo,
+                      int dtype, bool vec, void* out) {
+  __shared__ Slab slabs[kWarps];
+  Slab& S = slabs[threadIdx.x / 32];
+  if constexpr (Mode == 0)
+    decodePipelined(S, ins.p[0], geo, dtype, vec, out);
+  else
+    decodeSumInto<Mode>(S, ins, n, self, selfIn, scale, geo, dtype, vec, static_cast<float*>(out));
 }

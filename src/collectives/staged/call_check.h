@@ -1,7 +1,8 @@
 // Per-call agreement of the device collectives over NCCL, whose kernels do not compare
-// descriptors (collectives/call_desc.h): the calls the NCCL executor runs
-// (COCCL_NCCL_CALL_CHECK: 1, the default, its compressed calls; 2 every call; 0 none). (The staged pipeline over CUDA IPC compares its descriptors inside
-// its first exchange's P2P kernel instead: StagedCodec::run's `agree`.) Before the call:
+// descriptors (collectives/call_desc.h): the calls the NCCL executor runs (COCCL_NCCL_CALL_CHECK:
+// 1, the default, its compressed calls; 2 every call; 0 none). (The staged pipeline over CUDA IPC
+// compares its descriptors inside its first exchange's P2P kernel instead: StagedCodec::run's
+// `agree`.) Before the call:
 //   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
 //      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
 //      device scratch;
@@ -25,8 +26,11 @@
 // execs of it, clones, child-graph copies) share its slots: one of them may run at a time, or
 // they can be reported as disagreeing.
 // The exact calls (NCCL's own collectives, which NCCL does not check either) only under
-// COCCL_NCCL_CALL_CHECK=2, for the cost on small calls; the compressed ones, from
-// COCCL_COMPRESS_MIN_BYTES up, by default. Running the all-gather in one NCCL group with an
+// COCCL_NCCL_CALL_CHECK=2, for the cost on small calls; the compressed ones by default. Under 1,
+// ranks that disagree on whether a call is compressed at all (a codec on some ranks only, counts
+// on either side of the policy's threshold, an op the codec does not take on one rank) enqueue
+// different NCCL operations (the check's all-gather against NCCL's collective): NCCL hangs or
+// gives wrong results, as NCCL itself does; only 2 reports them. Running the all-gather in one NCCL group with an
 // exact call (then comparing after it) was measured no faster there, and it would leave the
 // hanging disagreements unreported.
 #pragma once
