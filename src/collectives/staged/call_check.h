@@ -30,9 +30,9 @@
 // ranks that disagree on whether a call is compressed at all (a codec on some ranks only, counts
 // on either side of the policy's threshold, an op the codec does not take on one rank) enqueue
 // different NCCL operations (the check's all-gather against NCCL's collective): NCCL hangs or
-// gives wrong results, as NCCL itself does; only 2 reports them. Running the all-gather in one NCCL group with an
-// exact call (then comparing after it) was measured no faster there, and it would leave the
-// hanging disagreements unreported.
+// gives wrong results, as NCCL itself does; only 2 reports them. Running the all-gather in one
+// NCCL group with an exact call (then comparing after it) was measured no faster there, and it
+// would leave the hanging disagreements unreported.
 #pragma once
 
 #include <cuda_runtime.h>
