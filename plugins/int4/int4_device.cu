@@ -10,6 +10,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "int4_device.h"
 #include "int4_math.h"
 #include "int4_params.h"
@@ -95,6 +97,32 @@ struct RunIo<Bf16> : RunIo16<Bf16, Bf16Pair> {};
 template <>
 struct RunIo<Half> : RunIo16<Half, HalfPair> {};
 
+// The lane's tile::LaneStats from its 16-bit words as loaded. |x| as a 16-bit integer (the sign
+// cleared) orders as the values do, NaN above +-Inf, and is 0 exactly where x is +-0; the 16x2
+// integer min and max (VIMNMX.U16x2 on sm_90) take two elements an instruction: about 1.5
+// instructions an element for both figures, where the fp32 values' forms take 5.
+template <typename T, int J>
+__device__ __forceinline__ tile::LaneStats laneStats16(const uint4 (&r)[J]) {
+  uint32_t m = 0, n = 0;  // n: a count a half (at most 4 J each: no carry)
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const uint32_t w[4] = {r[j].x, r[j].y, r[j].z, r[j].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t t = w[i] & 0x7fff7fffu;
+      m = __vmaxu2(m, t);
+      n += __vminu2(t, 0x00010001u);
+    }
+  }
+  const uint32_t h = max(m & 0xffffu, m >> 16);
+  uint32_t amax;  // exact for finite values; a NaN's bits stay above 0x7f800000
+  if constexpr (std::is_same<T, Bf16>::value)
+    amax = h << 16;
+  else
+    amax = fbits(__half2float(__ushort_as_half(static_cast<unsigned short>(h))));
+  return tile::LaneStats{amax, (n & 0xffffu) + (n >> 16)};
+}
+
 // The tile shape of blocks of G elements of T.
 template <typename T, int G, bool Wide = false>
 using ShapeOf = Shape<G, RunIo<T>::R, Wide>;
@@ -105,6 +133,14 @@ __device__ __forceinline__ void loadVec(const T* in, size_t base, int k, uint4 (
 #pragma unroll
   for (int j = 0; j < Sh::J; ++j)
     r[j] = __ldg(reinterpret_cast<const uint4*>(in + base + Sh::runStart(j, k)));
+}
+
+// The same from the lane's first element p (= in + base + k R): the runs at fixed offsets.
+template <class Sh, typename T>
+__device__ __forceinline__ void loadVecAt(const T* p, uint4 (&r)[Sh::J]) {
+#pragma unroll
+  for (int j = 0; j < Sh::J; ++j)
+    r[j] = __ldg(reinterpret_cast<const uint4*>(p + Sh::runStart(j, 0)));
 }
 
 template <typename T, class Sh>
@@ -212,8 +248,9 @@ __device__ __forceinline__ int laneId() {
 // nothing.
 
 // CTAs a multiprocessor that encode is compiled for, up to G = 1024 (G = 2048, 64 elements a
-// lane, would spill): 16-bit types 4 (16 warps, at most 128 registers: 20 bytes spilled, and
-// 1.2x faster than at 138 registers and 3 CTAs), fp32 6 (80 registers, no spill).
+// lane, would spill): 16-bit types 4 (16 warps, at most 128 registers, no spill at G = 128;
+// 1.2x faster than at 138 registers and 3 CTAs; at 5 CTAs, 96 registers, 100 bytes spill and
+// the bf16 encode takes 1.5x as long: perf/RESULTS.md, 2026-12-07), fp32 6 (80 registers).
 template <typename T, int G>
 constexpr int encodeMinCtas() {
   return G > 1024 ? 1 : (sizeof(T) == 4 ? 6 : 4);
@@ -230,25 +267,51 @@ __global__ void __launch_bounds__(kThreads, encodeMinCtas<T, G>())
   const size_t stride = warpCount();
   size_t w = warpId();
   if (w >= groups) return;
+  // the lane's first element and code byte step by a warp iteration's blocks (immediate offsets
+  // for the runs: no 64-bit address arithmetic a run)
+  const size_t step = stride * Sh::BPW, nFull = vec ? count / G : 0;  // blocks wholly inside
   size_t b = w * Sh::BPW + static_cast<size_t>(slot);
-  bool full = vec && (b + 1) * G <= count;
+  const T* src = in + b * G + k * R;
+  uint8_t* dst = out + b * (G / 2) + k * (R / 2);
+  uint32_t* scales = reinterpret_cast<uint32_t*>(out + nb * (G / 2));
+  bool full = b < nFull;
   uint4 r[J];
-  if (full) loadVec<T, Sh>(in, b * G, k, r);
+  if (full) loadVecAt<Sh>(src, r);
+  constexpr bool kPairs = R == 8;  // 16-bit inputs: the lane's statistics from the words
   for (;;) {
     float x[J][R], y[J][R];
-    if (full)
+    tile::LaneStats st;
+    if (full) {
       unpackVec<T, Sh>(r, x);
-    else
+      if constexpr (kPairs)
+        st = laneStats16<T, J>(r);
+      else
+        st = tile::laneStats<R, J, false>(x);
+    } else {
       loadScalar<T, Sh>(in, count, b * G, k, x);
-    const size_t wn = w + stride, bn = wn * Sh::BPW + static_cast<size_t>(slot);
-    const bool more = wn < groups, fulln = more && vec && (bn + 1) * G <= count;
-    if (fulln) loadVec<T, Sh>(in, bn * G, k, r);  // in flight while this tile is encoded
+      st = tile::laneStats<R, J, kPairs>(x);
+    }
+    const size_t bn = b + step;
+    const bool more = w + stride < groups, fulln = bn < nFull;  // fulln implies more
+    src += step * G;
+    if (fulln) loadVecAt<Sh>(src, r);  // in flight while this tile is encoded
     uint32_t q[J];
-    const uint32_t word = tile::encode<Sh>(p, x, y, b, k, q);
-    if (b < nb) storeCodes<Sh>(out, nb, b, k, q, word);
+    const uint32_t word = tile::encode<Sh, kPairs>(p, x, y, b, k, st, q);
+    if (b < nb) {
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        uint8_t* c = dst + Sh::runStart(j, 0) / 2;
+        if constexpr (R == 8)
+          *reinterpret_cast<uint32_t*>(c) = q[j];
+        else
+          *reinterpret_cast<uint16_t*>(c) = static_cast<uint16_t>(q[j]);
+      }
+      if (k == 0) scales[b] = word;
+    }
     if (!more) break;
-    w = wn;
+    w += stride;
     b = bn;
+    dst += step * (G / 2);
     full = fulln;
   }
 }
@@ -370,7 +433,8 @@ __global__ void __launch_bounds__(kThreads, G <= 1024 ? 4 : 1)
       }
     }
     uint32_t q[J];
-    const uint32_t word = tile::encode<Sh>(p, a, y, bb, k, q);
+    const uint32_t word =
+        tile::encode<Sh, false>(p, a, y, bb, k, tile::laneStats<R, J, false>(a), q);
     if (live) storeCodes<Sh>(out, nb, b, k, q, word);
     if (decoded != nullptr) {  // from the codes in registers: the bytes just written
       tile::decode<Sh>(q, word, k, a);

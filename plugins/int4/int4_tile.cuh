@@ -210,14 +210,36 @@ __device__ __forceinline__ void codesOf(const float (&v)[J][R], float inv, uint3
   }
 }
 
+// What encode needs of a lane's E elements before the block's shuffles: the largest |x| as
+// fp32 bits (NaN above +-Inf; maxAbsBits) and how many elements are not +-0 (auto's rule).
+struct LaneStats {
+  uint32_t amax;
+  uint32_t nz;
+};
+
+// LaneStats from the lane's fp32 values; WithNz: the count too (else 0).
+template <int R, int J, bool WithNz>
+__device__ __forceinline__ LaneStats laneStats(const float (&v)[J][R]) {
+  uint32_t nz = 0;
+  if (WithNz) {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int e = 0; e < R; e += 2)
+        nz += min(fbits(v[j][e]) & 0x7fffffffu, 1u) + min(fbits(v[j][e + 1]) & 0x7fffffffu, 1u);
+  }
+  return LaneStats{maxAbsBits<R, J>(v), nz};
+}
+
 // One block's encode from x (fp32; the lane's E elements, padded with +0), as encodeBlock of
-// int4_block_host.h: the lane's code words q[J] and the block's scale word. y: scratch.
-template <class Sh>
+// int4_block_host.h: the lane's code words q[J] and the block's scale word. y: scratch. lane:
+// laneStats of x (NzGiven: with the count; else encode counts where auto's rule needs it).
+template <class Sh, bool NzGiven>
 __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh::J][Sh::R],
                                            float (&y)[Sh::J][Sh::R], size_t b, int k,
-                                           uint32_t (&q)[Sh::J]) {
+                                           LaneStats lane, uint32_t (&q)[Sh::J]) {
   constexpr int R = Sh::R, J = Sh::J, L = Sh::L, S = Sh::S, G = Sh::G;
-  const uint32_t amax = groupMax<L>(maxAbsBits<R, J>(x));
+  const uint32_t amax = groupMax<L>(lane.amax);
   const bool nonFinite = amax >= 0x7f800000u;
   float fmax = 0.0f;  // read by planBlock for RAW blocks only
   if (__any_sync(kFull, nonFinite)) fmax = bitsf(groupMax<L>(maxAbsBits<R, J, true>(x)));
@@ -243,19 +265,18 @@ __device__ __forceinline__ uint32_t encode(const Params& p, const float (&x)[Sh:
     mb = groupMax<L>(mb);
     m = mayRotate ? bitsf(mb) : 0.0f;
   }
-  BlockPlan plan = planBlock(amax, fmax, m, p.mode, S);
-  if (p.mode == kModeAuto && __any_sync(kFull, plan.rotated)) {
-    // auto's rule (int4_math.h): the block's elements that are not +-0, as integer sums
-    uint32_t nz = 0;
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-#pragma unroll
-      for (int e = 0; e < R; e += 2)
-        nz += min(fbits(x[j][e]) & 0x7fffffffu, 1u) + min(fbits(x[j][e + 1]) & 0x7fffffffu, 1u);
-    nz = groupSum<L>(nz);
-    if (plan.rotated && !autoRotates(m, bitsf(amax), nz, G, S))
-      plan = planBlock(amax, fmax, m, kModePlain, S);
+  // auto's rule (int4_math.h) before the one block plan: planBlock(.., auto) rotates exactly
+  // where `rotates` holds, and then gives what kModeRotated does; elsewhere what kModePlain does
+  int mode = p.mode;
+  if (mode == kModeAuto) {
+    const bool rotates = mayRotate && bitsf(amax) >= kTiny && m >= kTiny && fbits(m) < 0x7f800000u;
+    mode = kModePlain;
+    if (__any_sync(kFull, rotates)) {  // the block's elements that are not +-0, integer sums
+      const uint32_t nz = groupSum<L>(NzGiven ? lane.nz : laneStats<R, J, true>(x).nz);
+      if (rotates && autoRotates(m, bitsf(amax), nz, G, S)) mode = kModeRotated;
+    }
   }
+  const BlockPlan plan = planBlock(amax, fmax, m, mode, S);
   if (!anyRotate || !__any_sync(kFull, plan.rotated)) {
     codesOf<R, J>(x, plan.inv, q);  // RAW lanes are overwritten below
   } else if (__all_sync(kFull, plan.rotated || plan.raw)) {

@@ -16,8 +16,10 @@
 // badly enough to leave the transport waiting (different counts or roots can) are told by
 // cocclCommGetAsyncError even while the call hangs; the call itself is not held back (its
 // kernels start once enqueued): NCCL's kernels may write recvbuff.
-// Cost: about +20 us a call over NCCL's socket transport on one H200 (8 B: 25-29 -> 47-53 us),
-// within the run-to-run spread from 256 KiB (perf/RESULTS.md).
+// Cost: about +20 us a call over NCCL's socket transport on one H200 (8 B: 25-29 -> 47-53 us);
+// on compressed calls about +37 us (one H100, 2 processes, bf16 fp8_ash_ds AllReduce: 1.35x the
+// time at 64 KiB, 1.1x at 1-4 MiB, within the spread at 16 MiB; perf/RESULTS.md, 2026-12-07).
+// Carrying the descriptor in the pipeline's first exchange (as over CUDA IPC) would remove it.
 // It runs on the caller's stream: calls of one stream share a scratch slot (they are ordered);
 // each stream has its own (cudaStreamGetId; kept for every stream the communicator ever saw).
 // A call captured into a CUDA graph gets a slot of its own that the graph keeps (a user object)
