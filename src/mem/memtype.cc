@@ -18,10 +18,13 @@ constexpr unsigned kMemUnified = 4; // CU_MEMORYTYPE_UNIFIED
 
 using PointerGetAttributesFn = CUresult (*)(unsigned, int*, void**, CUdeviceptr);
 using CtxGetCurrentFn = CUresult (*)(void**);
+using ModuleGetLoadingModeFn = CUresult (*)(int*);
+constexpr int kEagerLoading = 1;  // CU_MODULE_EAGER_LOADING
 
 struct Driver {
   PointerGetAttributesFn pointerGetAttributes = nullptr;
   CtxGetCurrentFn ctxGetCurrent = nullptr;
+  ModuleGetLoadingModeFn moduleGetLoadingMode = nullptr;
 };
 
 const Driver& driver() {
@@ -35,6 +38,8 @@ const Driver& driver() {
     d.pointerGetAttributes =
         reinterpret_cast<PointerGetAttributesFn>(dlsym(h, "cuPointerGetAttributes"));
     d.ctxGetCurrent = reinterpret_cast<CtxGetCurrentFn>(dlsym(h, "cuCtxGetCurrent"));
+    d.moduleGetLoadingMode =
+        reinterpret_cast<ModuleGetLoadingModeFn>(dlsym(h, "cuModuleGetLoadingMode"));
   });
   return d;
 }
@@ -46,6 +51,13 @@ bool cudaDriverInitialised() {
   if (!d.ctxGetCurrent) return false;
   void* ctx = nullptr;
   return d.ctxGetCurrent(&ctx) == kCudaSuccess;  // CUDA_ERROR_NOT_INITIALIZED before cuInit
+}
+
+bool cudaLazyModuleLoading() {
+  const Driver& d = driver();
+  if (!d.moduleGetLoadingMode || !cudaDriverInitialised()) return false;
+  int mode = kEagerLoading;
+  return d.moduleGetLoadingMode(&mode) == kCudaSuccess && mode != kEagerLoading;
 }
 
 MemKind memKind(const void* p) {

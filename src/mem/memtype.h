@@ -16,4 +16,10 @@ MemKind memKind(const void* p);
 // True when the CUDA driver is loaded and initialised in this process (cuInit ran).
 bool cudaDriverInitialised();
 
+// True when CUDA loads kernels lazily in this process (cuModuleGetLoadingMode: the default from
+// CUDA 12.2, CUDA_MODULE_LOADING=EAGER turns it off before CUDA starts); false when eager, or
+// CUDA is not initialised. A kernel loaded on first launch may wait for the context's running
+// kernels (CUDA programming guide, "Lazy Loading", hazards of concurrent execution).
+bool cudaLazyModuleLoading();
+
 }  // namespace coccl

@@ -5,9 +5,10 @@
 // agreement).
 //   CUDA IPC (agreeCall in src/collectives/cuda_ipc/kernel_common.cuh): the kernels stop
 //   without writing recvbuff.
-//   NCCL transport (src/collectives/staged/call_check.h): the check runs before the call; NCCL's
-//   kernels of the call itself may then hang or write recvbuff, so the test waits for the
-//   error, then aborts (which releases them).
+//   NCCL transport (src/collectives/staged/call_check.h): the check runs before the call
+//   (COCCL_NCCL_CALL_CHECK=2) or in its first exchange (1, compressed calls); NCCL's kernels of
+//   the call itself may then hang or write recvbuff, so the test waits for the error, then
+//   aborts (which releases them).
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -94,8 +95,8 @@ struct SideCall {
   cudaStream_t st = nullptr;
   cocclCodec_t codec = nullptr;
 
-  SideCall(const Case& k, int rank)
-      : s(rank == 2 ? k.odd : k.common),
+  SideCall(const Case& k, int rank, int oddRank = 2)
+      : s(rank == oddRank ? k.odd : k.common),
         bytes(s.count * (s.dt == cocclFloat32 ? 4 : 2)),
         in(bytes, 0x11),
         out(bytes, 0xCD) {
@@ -164,17 +165,18 @@ TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
       o);
 }
 
-// Ranks whose calls differ, where the check runs before the call and does not hold it back
-// (NCCL's call check, the staged pipeline's): every rank gets `cocclInvalidUsage` and the next
+// Ranks whose calls differ, where the check runs before the call or in its first exchange and
+// does not hold it back (NCCL's call check, the staged pipeline's): every rank gets `cocclInvalidUsage` and the next
 // call names the field and the path (`says`); the call itself may hang (different counts), so
 // the test waits for the error, not for the stream, then aborts, which releases it.
-void everyRankFailsBeforeTheCall(const Case& k, GpuRunOptions o, const char* path) {
+// `nranks` ranks, the last one running k.odd.
+void everyRankFailsBeforeTheCall(const Case& k, GpuRunOptions o, const char* path, int nranks = 3) {
   o.config.timeoutMs = 20000;
   o.destroyComm = false;
   runGpuRanks(
-      3,
-      [&k, path](Rank& r) {
-        SideCall c(k, r.rank);
+      nranks,
+      [&k, path, nranks](Rank& r) {
+        SideCall c(k, r.rank, nranks - 1);
         EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
         const cocclResult_t async = waitAsyncError(r.comm);
         EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
@@ -202,18 +204,89 @@ TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
 }
 
 // Without COCCL_NCCL_CALL_CHECK (its default, 1) the compressed calls over the NCCL transport
-// are checked: the disagreements that coccl's own pipeline would otherwise turn into wrong
-// results silently.
+// are checked, the descriptors carried by the call's first exchange: the disagreements that
+// coccl's own pipeline would otherwise turn into wrong results silently (payloads of the same
+// sizes). 3 ranks: two-shot, the first exchange a group of sends and receives; 2 ranks:
+// one-shot, the first exchange NCCL's all-gather, the descriptors in its group.
 TEST(DeviceAgreementDefault, NcclTransportCompressedChecked) {
   COCCL_REQUIRE_GPU();
   int checked = 0;
-  for (const Case& k : kCases) {
-    if (!k.common.codec) continue;
-    SCOPED_TRACE(k.name);
-    everyRankFailsBeforeTheCall(k, overNcclTransport(GpuRunOptions()), "device path (NCCL)");
-    ++checked;
+  for (const int nranks : {3, 2}) {
+    for (const Case& k : kCases) {
+      if (!k.common.codec) continue;
+      SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(nranks) + " ranks");
+      everyRankFailsBeforeTheCall(k, overNcclTransport(GpuRunOptions()),
+                                  "found in the call's first exchange", nranks);
+      ++checked;
+    }
   }
-  EXPECT_EQ(checked, 2);
+  EXPECT_EQ(checked, 4);
+}
+
+// Compressed calls that agree, under the default check (carried by their first exchange), on
+// two streams and in a captured graph launched between them: no false alarm (the eager calls'
+// descriptors share the pipeline stream's slot, the graph's calls have their own), and every
+// rank's result is the same and near the sum. 3 ranks (two-shot) and 2 (one-shot).
+TEST(DeviceAgreementDefault, NcclTransportCompressedStreamsAndGraphsNoFalseAlarm) {
+  COCCL_REQUIRE_GPU();
+  for (const int nranks : {3, 2}) {
+    SCOPED_TRACE(std::to_string(nranks) + " ranks");
+    GpuRunOptions o = overNcclTransport(GpuRunOptions());
+    o.harnessTimeoutS = 150;
+    runGpuRanks(
+        nranks,
+        [nranks](Rank& r) {
+          constexpr size_t kA = 65536, kB = 200000, kG = 40000;
+          cudaStream_t sa, sb, sg;
+          CUDA_OK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
+          CUDA_OK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+          CUDA_OK(cudaStreamCreateWithFlags(&sg, cudaStreamNonBlocking));
+          cocclCodec_t codec = nullptr;
+          ASSERT_EQ(cocclCodecCreate("fp8_ash_ds", &codec), cocclSuccess);
+          std::vector<float> h(kB, static_cast<float>(r.rank + 1));
+          DevBuf in(kB * 4), outA(kA * 4), outB(kB * 4), outG(kG * 4);
+          in.upload(h.data(), kB * 4);
+          auto call = [&](DevBuf& out, size_t n, cudaStream_t st) {
+            return cocclAllReduceCodec(in.data(), out.data(), n, cocclFloat32, cocclSum, codec,
+                                       r.comm, st);
+          };
+          cudaGraph_t graph = nullptr;
+          cudaGraphExec_t exec = nullptr;
+          ASSERT_EQ(call(outG, kG, sg), cocclSuccess);  // staging and workspace before capture
+          CUDA_OK(cudaStreamSynchronize(sg));
+          CUDA_OK(cudaStreamBeginCapture(sg, cudaStreamCaptureModeGlobal));
+          ASSERT_EQ(call(outG, kG, sg), cocclSuccess);
+          ASSERT_EQ(call(outG, kG - 512, sg), cocclSuccess);
+          CUDA_OK(cudaStreamEndCapture(sg, &graph));
+          CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+          for (int i = 0; i < 40; ++i) {
+            ASSERT_EQ(call(outA, kA - 256 * static_cast<size_t>(i % 3), sa), cocclSuccess);
+            if (i % 10 == 5) CUDA_OK(cudaGraphLaunch(exec, sg));
+            ASSERT_EQ(call(outB, kB - 1000 * static_cast<size_t>(i % 5), sb), cocclSuccess);
+          }
+          CUDA_OK(cudaStreamSynchronize(sa));
+          CUDA_OK(cudaStreamSynchronize(sb));
+          CUDA_OK(cudaStreamSynchronize(sg));
+          cocclResult_t async = cocclSuccess;
+          ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+          EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+          const float want = static_cast<float>(nranks * (nranks + 1) / 2);
+          for (DevBuf* b : {&outA, &outB, &outG}) {
+            const std::vector<uint8_t> got = b->download();
+            EXPECT_TRUE(sameOnAllRanks(r, hashBytes(got.data(), got.size()))) << "rank " << r.rank;
+            float v;
+            std::memcpy(&v, got.data(), 4);
+            EXPECT_NEAR(v, want, 0.1 * want) << "rank " << r.rank;
+          }
+          CUDA_OK(cudaGraphExecDestroy(exec));
+          CUDA_OK(cudaGraphDestroy(graph));
+          cocclCodecDestroy(codec);
+          cudaStreamDestroy(sa);
+          cudaStreamDestroy(sb);
+          cudaStreamDestroy(sg);
+        },
+        o);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreement, ::testing::ValuesIn(kCases),

@@ -29,25 +29,67 @@ constexpr int kNcclSlotChunksMaxRanks = 8;  // ... up to this many ranks, else o
 
 class NcclMover final : public ByteMover {
  public:
-  explicit NcclMover(NcclComm& c) : c_(c) {}
-  void exchange(const std::vector<Xfer>& group, const CallDesc*, cudaStream_t s) override {
-    c_.group([&] {
-      for (const Xfer& x : group) {
-        if (x.send)
-          c_.send(x.buf, x.bytes, x.peer, s);
-        else
-          c_.recv(x.buf, x.bytes, x.peer, s);
+  // `carried` (COCCL_NCCL_CALL_CHECK=1; null: none): compares the descriptors a call's first
+  // exchange or gather carries (staged/call_check.h).
+  NcclMover(NcclComm& c, int nranks, int rank, DeviceCallCheck* carried)
+      : c_(c), p_(nranks), me_(rank), carried_(carried) {}
+  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) override {
+    grouped(agree, s, [&] { post(group, s); });
+  }
+  bool agreesInExchange() const override { return carried_ != nullptr; }
+  bool hasAllGather() const override { return true; }
+  // With `agree`, the descriptors go in the gather's group: with sends and receives in place of
+  // NCCL's all-gather up to kP2PGatherBytes a rank (latency-bound: NCCL's all-gather in a group
+  // with point-to-point operations cost as much as a round of its own, 2 processes on one
+  // H100, bf16 fp8_ash_ds one-shot AllReduce at 64 KiB: 134 us against 97-111 unchecked;
+  // sends and receives 116-126 against 104-123); above it with NCCL's all-gather, which on a
+  // link-bound path moves more than point-to-point does (sends and receives at 4 MiB: 946-1071
+  // us against 806-849 unchecked; the all-gather 743-789 against 725-772; perf/RESULTS.md).
+  static constexpr size_t kP2PGatherBytes = 256 << 10;
+  void allGather(const void* send, void* recv, size_t bytes, const CallDesc* agree,
+                 cudaStream_t s) override {
+    if (!agree) return c_.allGather(send, recv, bytes, cocclUint8, s);
+    if (bytes > kP2PGatherBytes)
+      return grouped(agree, s, [&] { c_.allGather(send, recv, bytes, cocclUint8, s); });
+    char* mine = static_cast<char*>(recv) + static_cast<size_t>(me_) * bytes;
+    if (mine != send)
+      COCCL_CUDA_CHECK(cudaMemcpyAsync(mine, send, bytes, cudaMemcpyDeviceToDevice, s));
+    grouped(agree, s, [&] {
+      for (int q = 0; q < p_; ++q) {
+        if (q == me_) continue;
+        c_.send(send, bytes, q, s);
+        c_.recv(static_cast<char*>(recv) + static_cast<size_t>(q) * bytes, bytes, q, s);
       }
     });
-  }
-  bool hasAllGather() const override { return true; }
-  void allGather(const void* send, void* recv, size_t bytes, cudaStream_t s) override {
-    c_.allGather(send, recv, bytes, cocclUint8, s);
   }
   void abort() override { c_.abort(); }
 
  private:
+  void post(const std::vector<Xfer>& group, cudaStream_t s) {
+    for (const Xfer& x : group) {
+      if (x.send)
+        c_.send(x.buf, x.bytes, x.peer, s);
+      else
+        c_.recv(x.buf, x.bytes, x.peer, s);
+    }
+  }
+  // One NCCL group of what `body` posts, after the descriptors where `agree` is set (so that
+  // NCCL matches them first), compared after the group.
+  template <class Body>
+  void grouped(const CallDesc* agree, cudaStream_t s, const Body& body) {
+    COCCL_CHECK_INTERNAL(!agree || carried_, "NCCL mover: no call check to carry a descriptor");
+    DeviceCallCheck::Carried carried;
+    if (agree) carried = carried_->carry(*agree, s);
+    c_.group([&] {
+      post(carried.xfers, s);
+      body();
+    });
+    if (agree) carried_->compare(*agree, carried, s);
+  }
+
   NcclComm& c_;
+  int p_, me_;
+  DeviceCallCheck* carried_;
 };
 
 }  // namespace
@@ -60,7 +102,9 @@ struct NcclExecutor::Impl {
   std::unique_ptr<NcclMover> mover;
   std::unique_ptr<StagedCodec> staged;  // null when exact-only
   std::unique_ptr<DeviceCallCheck> check;  // null where no call is checked
-  bool checkExact = false;  // COCCL_NCCL_CALL_CHECK=2: the exact calls too (1: compressed only)
+  // COCCL_NCCL_CALL_CHECK=2: every call, a round of its own before it; 1: the compressed
+  // calls, carried by their first exchange (staged/call_check.h).
+  bool checkEvery = false;
   size_t slotBytes = 0;
   bool takesDefaultExact = true;  // exact-only: also the calls no rule assigned
 
@@ -96,9 +140,15 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
   // perf/RESULTS.md 2026-12-02).
   const size_t mult = m.p <= kNcclSlotChunksMaxRanks ? kNcclSlotChunks : 1;
   m.slotBytes = mult * static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 4096));
-  m.mover = std::make_unique<NcclMover>(*m.tr);
   std::string failure;
   try {
+    // COCCL_NCCL_CALL_CHECK: 1 checks the compressed calls (none in an exact-only executor),
+    // in their first exchange; 2 every call, each before it.
+    const int level = c.config().ncclCallCheck;
+    m.checkEvery = level >= 2;
+    if (level >= 2 || (level == 1 && !exactOnly))
+      m.check = std::make_unique<DeviceCallCheck>(m.p, m.me);
+    m.mover = std::make_unique<NcclMover>(*m.tr, m.p, m.me, level == 1 ? m.check.get() : nullptr);
     if (!exactOnly) {
       m.staged = std::make_unique<StagedCodec>(m.p, m.me, m.slotBytes, *m.mover, "nccl",
                                                stagedAllReduceAlgo(c.config().algo));
@@ -107,12 +157,6 @@ std::unique_ptr<NcclExecutor> NcclExecutor::probe(CommContext& c, int device, bo
                             static_cast<size_t>(std::max<int64_t>(c.config().chunkBytes, 1)),
                             c.config().twoLevelPipeline);
     }
-    // COCCL_NCCL_CALL_CHECK: 1 checks the compressed calls (none in an exact-only executor),
-    // 2 every call.
-    const int level = c.config().ncclCallCheck;
-    m.checkExact = level >= 2;
-    if (level >= 2 || (level == 1 && !exactOnly))
-      m.check = std::make_unique<DeviceCallCheck>(m.p, m.me);
   } catch (const Error& e) {
     failure = e.what();
   }
@@ -186,8 +230,10 @@ cocclResult_t NcclExecutor::asyncError() const {
 std::string NcclExecutor::asyncErrorMessage() const {
   if (!impl_->check || impl_->check->error() == cocclSuccess) return "";
   return "device path (NCCL): " + impl_->check->message() +
-         " (found before the call ran; NCCL's kernels of the call were not held back and may "
-         "have written recvbuff; the communicator is broken: destroy or abort it)";
+         (impl_->checkEvery ? " (found before the call ran"
+                            : " (found in the call's first exchange") +
+         "; NCCL's kernels of the call were not held back and may have written recvbuff; the "
+         "communicator is broken: destroy or abort it)";
 }
 
 void NcclExecutor::abort() {
@@ -220,14 +266,10 @@ void NcclExecutor::run(const CollRequest& r, CollStats& stats) {
   Impl& m = *impl_;
   DeviceGuard g(m.device);
   // Wire bytes: the payload's (as over CUDA IPC, not the descriptors).
-  if (!m.check || (!r.codec && !m.checkExact)) return runChecked(r, stats);
-  m.check->check(makeCallDesc(r), *m.mover, static_cast<cudaStream_t>(r.stream));
-  runChecked(r, stats);
-}
-
-void NcclExecutor::runChecked(const CollRequest& r, CollStats& stats) {
-  Impl& m = *impl_;
-  if (r.codec) return m.staged->run(r, stats);
+  if (m.check && m.checkEvery)
+    m.check->check(makeCallDesc(r), *m.mover, static_cast<cudaStream_t>(r.stream));
+  // (under 1 the compressed calls' first exchange carries the descriptor)
+  if (r.codec) return m.staged->run(r, stats, m.check && !m.checkEvery);
   const size_t bytes = r.count * dtypeSize(r.dt);
   const int p = m.p;
   stats.algorithm = "nccl";

@@ -7,8 +7,9 @@
 // (collectives/staged/staged_codec.h: the codec's device operations, built-in or plug-in, with
 // grouped ncclSend/ncclRecv moving the encoded pieces of COCCL_CHUNK_BYTES), bit for bit the
 // results of the host path and of the CUDA IPC path. Uncompressed collectives and Send/Recv
-// are NCCL's own. The compressed collectives are first checked for agreement across ranks, and
-// the exact ones too under COCCL_NCCL_CALL_CHECK=2 (collectives/staged/call_check.h).
+// are NCCL's own. The compressed collectives are checked for agreement across ranks in their
+// first exchange (the descriptors in its NCCL group), and under COCCL_NCCL_CALL_CHECK=2 every
+// call, the exact ones too, before it (collectives/staged/call_check.h).
 #pragma once
 
 #include <memory>
@@ -55,7 +56,6 @@ class NcclExecutor final : public Executor {
 
  private:
   NcclExecutor(CommContext& c, int device);
-  void runChecked(const CollRequest& r, CollStats& stats);  // run() after the agreement
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

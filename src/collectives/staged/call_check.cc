@@ -160,27 +160,38 @@ DeviceCallCheck::DeviceCallCheck(int nranks, int rank) : impl_(std::make_unique<
 
 DeviceCallCheck::~DeviceCallCheck() = default;
 
-void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t stream) {
+DeviceCallCheck::Carried DeviceCallCheck::carry(const CallDesc& d, cudaStream_t stream) {
   static_assert(sizeof(CallDesc) == sizeof(DescWords), "descriptor sizes");
   Impl& m = *impl_;
   DescWords w;
   std::memcpy(&w, &d, sizeof(w));
-  uint64_t* mine = m.slotFor(stream);
-  uint64_t* all = mine + 16;
-  launchStoreDesc(w, mine, all + 16 * m.me, stream);
-  if (mover.hasAllGather()) {
-    mover.allGather(mine, all, sizeof(CallDesc), stream);
-  } else {  // 128 bytes to and from every peer, one grouped exchange
-    std::vector<ByteMover::Xfer> x;
-    x.reserve(2 * static_cast<size_t>(m.p));
-    for (int q = 0; q < m.p; ++q) {
-      if (q == m.me) continue;
-      x.push_back({mine, sizeof(CallDesc), q, true});
-      x.push_back({all + 16 * q, sizeof(CallDesc), q, false});
-    }
-    mover.exchange(x, nullptr, stream);
+  Carried c;
+  c.slot = m.slotFor(stream);
+  uint64_t* all = c.slot + 16;
+  launchStoreDesc(w, c.slot, all + 16 * m.me, stream);
+  c.xfers.reserve(2 * static_cast<size_t>(m.p));
+  for (int q = 0; q < m.p; ++q) {
+    if (q == m.me) continue;
+    c.xfers.push_back({c.slot, sizeof(CallDesc), q, true});
+    c.xfers.push_back({all + 16 * q, sizeof(CallDesc), q, false});
   }
-  launchCompareDescs(w, all, m.p, m.devFirst, m.hostDev, m.descsDev, stream);
+  return c;
+}
+
+void DeviceCallCheck::compare(const CallDesc& d, const Carried& c, cudaStream_t stream) {
+  Impl& m = *impl_;
+  DescWords w;
+  std::memcpy(&w, &d, sizeof(w));
+  launchCompareDescs(w, c.slot + 16, m.p, m.devFirst, m.hostDev, m.descsDev, stream);
+}
+
+void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t stream) {
+  const Carried c = carry(d, stream);
+  if (mover.hasAllGather())
+    mover.allGather(c.slot, c.slot + 16, sizeof(CallDesc), nullptr, stream);
+  else  // 128 bytes to and from every peer, one grouped exchange
+    mover.exchange(c.xfers, nullptr, stream);
+  compare(d, c, stream);
 }
 
 cocclResult_t DeviceCallCheck::error() const {

@@ -1,40 +1,41 @@
 // Per-call agreement of the device collectives over NCCL, whose kernels do not compare
-// descriptors (collectives/call_desc.h): the calls the NCCL executor runs (COCCL_NCCL_CALL_CHECK:
-// 1, the default, its compressed calls; 2 every call; 0 none). (The staged pipeline over CUDA IPC
-// compares its descriptors inside its first exchange's P2P kernel instead: StagedCodec::run's
-// `agree`.) Before the call:
-//   1. a one-block kernel stores this rank's 128-byte descriptor (a kernel argument, so the
-//      host never rewrites memory an earlier call still reads; CUDA-graph capturable) into
-//      device scratch;
-//   2. the transport's ByteMover gathers every rank's descriptor (nranks x 128 bytes): NCCL's
-//      ncclAllGather, or one grouped exchange of 128 bytes to and from every peer;
-//   3. a one-block kernel compares all of them; on a difference it copies the nranks
-//      descriptors into mapped host memory and raises the error word (the first difference
-//      wins, later calls keep it).
-// Every rank holds the same descriptors, so every rank sees the difference and prints the same
-// message (callDescMismatch). The check runs before the call, so ranks whose calls disagree
-// badly enough to leave the transport waiting (different counts or roots can) are told by
-// cocclCommGetAsyncError even while the call hangs; the call itself is not held back (its
-// kernels start once enqueued): NCCL's kernels may write recvbuff.
-// Cost: about +20 us a call over NCCL's socket transport on one H200 (8 B: 25-29 -> 47-53 us);
-// on compressed calls about +37 us (one H100, 2 processes, bf16 fp8_ash_ds AllReduce: 1.35x the
-// time at 64 KiB, 1.1x at 1-4 MiB, within the spread at 16 MiB; perf/RESULTS.md, 2026-12-07).
-// Carrying the descriptor in the pipeline's first exchange (as over CUDA IPC) would remove it.
-// It runs on the caller's stream: calls of one stream share a scratch slot (they are ordered);
-// each stream has its own (cudaStreamGetId; kept for every stream the communicator ever saw).
-// A call captured into a CUDA graph gets a slot of its own that the graph keeps (a user object)
-// and gives back when it is destroyed. Slots of (nranks + 1) x 128 bytes come in slabs of 16.
-// A graph must not outlive its communicator, and the executions of one captured graph (several
-// execs of it, clones, child-graph copies) share its slots: one of them may run at a time, or
-// they can be reported as disagreeing.
-// The exact calls (NCCL's own collectives, which NCCL does not check either) only under
-// COCCL_NCCL_CALL_CHECK=2, for the cost on small calls; the compressed ones by default. Under 1,
-// ranks that disagree on whether a call is compressed at all (a codec on some ranks only, counts
-// on either side of the policy's threshold, an op the codec does not take on one rank) enqueue
-// different NCCL operations (the check's all-gather against NCCL's collective): NCCL hangs or
-// gives wrong results, as NCCL itself does; only 2 reports them. Running the all-gather in one
-// NCCL group with an exact call (then comparing after it) was measured no faster there, and it
-// would leave the hanging disagreements unreported.
+// descriptors (collectives/call_desc.h): the calls the NCCL executor runs. Each rank's 128-byte
+// descriptor is stored by a one-block kernel (a kernel argument, so the host never rewrites
+// memory an earlier call still reads; CUDA-graph capturable) into device scratch, every rank's
+// is moved to every rank, and a one-block kernel compares them; on a difference it copies the
+// nranks descriptors into mapped host memory and raises the error word (the first difference
+// wins, later calls keep it). Every rank holds the same descriptors, so every rank sees the
+// difference and prints the same message (callDescMismatch). The call's kernels are not held
+// back: NCCL's may write recvbuff. Two ways to move them (COCCL_NCCL_CALL_CHECK):
+//   1 (the default): the compressed calls, the descriptors carried by the call's first
+//     exchange (carry / compare below): 128 bytes to and from every peer added to the pipeline's
+//     first NCCL group, compared after it, so no NCCL round of their own (the staged pipeline
+//     over CUDA IPC compares inside its first exchange's P2P kernel likewise: StagedCodec::run's
+//     `agree`). A disagreement that leaves the payload sizes alike (the op, a dtype of the same
+//     size, counts that round to the same blocks, the codec's parameters) is reported; one that
+//     changes them (counts a block apart or more, a codec with another payload) may hang the
+//     group inside NCCL before the comparison runs, as NCCL's own calls hang: 2 reports those.
+//   2: every call, the exact ones too (NCCL's own collectives, which NCCL does not check
+//     either), each checked before the call by a round of its own (check below: NCCL's
+//     ncclAllGather of the descriptors), so that also the calls that then hang are reported
+//     (cocclCommGetAsyncError tells while the call hangs). Cost: about +20 us a call over NCCL's
+//     socket transport on one H200 (8 B: 25-29 -> 47-53 us); on compressed calls about +37 us
+//     (one H100, 2 processes, bf16 fp8_ash_ds AllReduce: 1.35x the time at 64 KiB, 1.1x at
+//     1-4 MiB; perf/RESULTS.md, 2026-12-07).
+//   0: none.
+// Under 1, ranks that disagree on whether a call is compressed at all (a codec on some ranks
+// only, counts on either side of the policy's threshold, an op the codec does not take on one
+// rank) enqueue different NCCL operations: NCCL hangs or gives wrong results, as NCCL itself
+// does; only 2 reports them. Running the check's all-gather in one NCCL group with an exact call
+// (then comparing after it) was measured no faster there, and it would leave the hanging
+// disagreements unreported.
+// Scratch: calls of one stream share a slot (they are ordered; the carried form runs on the
+// pipeline's internal stream); each stream has its own (cudaStreamGetId; kept for every stream
+// the communicator ever saw). A call captured into a CUDA graph gets a slot of its own that the
+// graph keeps (a user object) and gives back when it is destroyed. Slots of (nranks + 1) x 128
+// bytes come in slabs of 16. A graph must not outlive its communicator, and the executions of
+// one captured graph (several execs of it, clones, child-graph copies) share its slots: one of
+// them may run at a time, or they can be reported as disagreeing.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -42,13 +43,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "coccl.h"
+#include "collectives/staged/staged_codec.h"
 
 namespace coccl {
 
 struct CallDesc;
-class ByteMover;
 
 class DeviceCallCheck {
  public:
@@ -59,10 +61,22 @@ class DeviceCallCheck {
   DeviceCallCheck(const DeviceCallCheck&) = delete;
   DeviceCallCheck& operator=(const DeviceCallCheck&) = delete;
 
-  // Steps 1-3 above for the call described by `d`, on `stream`, the descriptors moved by
-  // `mover` (enqueue the call after). From any thread, one thread per stream at a time (as
-  // NCCL asks). Throws Error (a CUDA failure, a stream whose capture was invalidated).
+  // COCCL_NCCL_CALL_CHECK=2: the check of the call described by `d` as a round of its own on
+  // `stream`, the descriptors moved by `mover` (its allGather where it has one; enqueue the call
+  // after). From any thread, one thread per stream at a time (as NCCL asks). Throws Error (a
+  // CUDA failure, a stream whose capture was invalidated).
   void check(const CallDesc& d, ByteMover& mover, cudaStream_t stream);
+
+  // COCCL_NCCL_CALL_CHECK=1: the descriptors carried by a group of the caller's. carry() stores
+  // this rank's descriptor on `stream` and returns the transfers that move it (128 bytes to and
+  // from every peer), to post in the group (first, so that they are matched before the payload);
+  // compare() after the group, on the same stream. Throw Error as check().
+  struct Carried {
+    uint64_t* slot = nullptr;  // this rank's 16 words, then nranks x 16 gathered
+    std::vector<ByteMover::Xfer> xfers;
+  };
+  Carried carry(const CallDesc& d, cudaStream_t stream);
+  void compare(const CallDesc& d, const Carried& c, cudaStream_t stream);
   // cocclInvalidUsage once a difference was seen, else cocclSuccess. Cheap, any thread.
   cocclResult_t error() const;
   // The difference, as callDescMismatch words it; "" while there is none.

@@ -111,7 +111,7 @@ bool StagedCodec::supports(const CollRequest& r) const {
 void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {
   Impl& m = *impl_;
   if (agree) {  // carried by the call's first exchange (Impl::move); never left for a later call
-    COCCL_CHECK_INTERNAL(m.mover.agreesInExchange() && !m.mover.hasAllGather(),
+    COCCL_CHECK_INTERNAL(m.mover.agreesInExchange(),
                          "staged codec pipeline: this transport cannot compare call descriptors");
     m.agreePending = true;
     m.pendingDesc = makeCallDesc(r);
@@ -206,7 +206,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
           if (ag) {
-            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.side);
+            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.takeAgree(), m.side);
             return;
           }
           m.exchange(

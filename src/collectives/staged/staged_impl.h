@@ -161,11 +161,15 @@ struct StagedCodec::Impl {
     }
     move(group, side);
   }
-  // The group on stream s; the call's first one carries its agreement.
-  void move(const std::vector<ByteMover::Xfer>& g, cudaStream_t s) {
+  // The call's descriptor for its first exchange or gather to carry (null after it, or none).
+  const CallDesc* takeAgree() {
     const bool agree = agreePending;
     agreePending = false;
-    mover.exchange(g, agree ? &pendingDesc : nullptr, s);
+    return agree ? &pendingDesc : nullptr;
+  }
+  // The group on stream s; the call's first one carries its agreement.
+  void move(const std::vector<ByteMover::Xfer>& g, cudaStream_t s) {
+    mover.exchange(g, takeAgree(), s);
   }
   // The gather of piece k (AllGather, one-shot AllReduce): every rank's payload of `bytes`
   // bytes on every rank. Rank j's payload lies at gathered(k, j): with the mover's allGather in
@@ -177,7 +181,7 @@ struct StagedCodec::Impl {
   }
   void gather(size_t k, size_t bytes, size_t stride) {
     if (mover.hasAllGather()) {
-      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, side);
+      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, takeAgree(), side);
       return;
     }
     auto each = [&](int) { return bytes; };

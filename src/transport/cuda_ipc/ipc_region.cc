@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "mem/cuda_check.h"
+#include "mem/memtype.h"
 
 namespace coccl {
 namespace {
@@ -21,6 +22,8 @@ struct RegionRecord {
   int32_t device;  // CUDA device ordinal, -1 none
   int32_t pid;
   int32_t nagree;
+  int32_t lazy;  // 1: this process loads kernels lazily (cudaLazyModuleLoading)
+  int32_t pad;
   uint64_t hostHash;
   uint64_t bytes;
   uint64_t ptr;  // the region's address in the owner process (threads of one process)
@@ -37,7 +40,8 @@ std::string cudaMsg(const char* what, cudaError_t e) {
 }  // namespace
 
 CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
-                             const std::vector<uint64_t>& agree, uint64_t hostHash)
+                             const std::vector<uint64_t>& agree, uint64_t hostHash,
+                             bool refuseLazyShared, const char* lazyWhy)
     : rank_(bs.rank()), nranks_(bs.nranks()), device_(device), bytes_(bytes) {
   COCCL_CHECK_INTERNAL(agree.size() <= kAgreeWords, "too many agreement words");
   ptrs_.assign(static_cast<size_t>(nranks_), nullptr);
@@ -48,6 +52,7 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
   std::memset(&me, 0, sizeof(me));
   me.device = device;
   me.pid = static_cast<int32_t>(getpid());
+  me.lazy = cudaLazyModuleLoading() ? 1 : 0;
   me.hostHash = hostHash;
   me.bytes = bytes;
   me.nagree = static_cast<int32_t>(agree.size());
@@ -78,6 +83,15 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
   bs.allGather(recs.data(), sizeof(RegionRecord));
 
   // Every rank reaches the same verdict from the same records.
+  for (int r = 0; r < nranks_ && refuseLazyShared && reason_.empty(); ++r)
+    for (int q = r + 1; q < nranks_ && reason_.empty(); ++q) {
+      const RegionRecord &a = recs[static_cast<size_t>(r)], &b = recs[static_cast<size_t>(q)];
+      if (a.ok && a.lazy && a.hostHash == b.hostHash && a.pid == b.pid && a.device == b.device)
+        reason_ = format(
+            "ranks %d and %d share one CUDA context (process %d, device %d) under "
+            "lazy module loading%s",
+            r, q, a.pid, a.device, lazyWhy);
+    }
   for (int r = 0; r < nranks_ && reason_.empty(); ++r) {
     const RegionRecord& x = recs[static_cast<size_t>(r)];
     if (!x.ok) reason_ = format("rank %d: %s", r, x.why);
