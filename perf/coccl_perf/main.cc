@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
 
   // Thread ranks on device buffers share one CUDA context per GPU: under lazy module loading
   // (CUDA's default) a kernel loaded on first launch may wait for another rank's running
-  // kernel, which waits for it; the library refuses CUDA IPC there for plug-in codecs. Loaded
+  // kernel, which waits for it; the library refuses CUDA IPC there. Loaded
   // eagerly instead (before any CUDA call; an explicit CUDA_MODULE_LOADING is kept).
   if (o.mem == "device" && o.nThreads > 1) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   std::function<int(const Rank&)> beforeInit;

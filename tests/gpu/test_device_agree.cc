@@ -226,7 +226,9 @@ TEST(DeviceAgreementDefault, NcclTransportCompressedChecked) {
 // Compressed calls that agree, under the default check (carried by their first exchange), on
 // two streams and in a captured graph launched between them: no false alarm (the eager calls'
 // descriptors share the pipeline stream's slot, the graph's calls have their own), and every
-// rank's result is the same and near the sum. 3 ranks (two-shot) and 2 (one-shot).
+// rank's result is the same and near the sum. 3 ranks (two-shot) and 2 (one-shot). The graph's
+// launches are ordered with the eager calls by events (the staging is the communicator's: a
+// captured call is ordered only by its graph's launch stream, README "CUDA graphs").
 TEST(DeviceAgreementDefault, NcclTransportCompressedStreamsAndGraphsNoFalseAlarm) {
   COCCL_REQUIRE_GPU();
   for (const int nranks : {3, 2}) {
@@ -259,9 +261,22 @@ TEST(DeviceAgreementDefault, NcclTransportCompressedStreamsAndGraphsNoFalseAlarm
           ASSERT_EQ(call(outG, kG - 512, sg), cocclSuccess);
           CUDA_OK(cudaStreamEndCapture(sg, &graph));
           CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+          cudaEvent_t ea, eb, eg;
+          CUDA_OK(cudaEventCreateWithFlags(&ea, cudaEventDisableTiming));
+          CUDA_OK(cudaEventCreateWithFlags(&eb, cudaEventDisableTiming));
+          CUDA_OK(cudaEventCreateWithFlags(&eg, cudaEventDisableTiming));
           for (int i = 0; i < 40; ++i) {
             ASSERT_EQ(call(outA, kA - 256 * static_cast<size_t>(i % 3), sa), cocclSuccess);
-            if (i % 10 == 5) CUDA_OK(cudaGraphLaunch(exec, sg));
+            if (i % 10 == 5) {  // after both streams' calls so far; theirs wait for it
+              CUDA_OK(cudaEventRecord(ea, sa));
+              CUDA_OK(cudaEventRecord(eb, sb));
+              CUDA_OK(cudaStreamWaitEvent(sg, ea, 0));
+              CUDA_OK(cudaStreamWaitEvent(sg, eb, 0));
+              CUDA_OK(cudaGraphLaunch(exec, sg));
+              CUDA_OK(cudaEventRecord(eg, sg));
+              CUDA_OK(cudaStreamWaitEvent(sa, eg, 0));
+              CUDA_OK(cudaStreamWaitEvent(sb, eg, 0));
+            }
             ASSERT_EQ(call(outB, kB - 1000 * static_cast<size_t>(i % 5), sb), cocclSuccess);
           }
           CUDA_OK(cudaStreamSynchronize(sa));
@@ -280,6 +295,7 @@ TEST(DeviceAgreementDefault, NcclTransportCompressedStreamsAndGraphsNoFalseAlarm
           }
           CUDA_OK(cudaGraphExecDestroy(exec));
           CUDA_OK(cudaGraphDestroy(graph));
+          for (cudaEvent_t e : {ea, eb, eg}) cudaEventDestroy(e);
           cocclCodecDestroy(codec);
           cudaStreamDestroy(sa);
           cudaStreamDestroy(sb);

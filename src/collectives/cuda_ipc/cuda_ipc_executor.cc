@@ -214,16 +214,18 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     agree.push_back(static_cast<uint64_t>(std::max<int64_t>(c.config().chunkBytes, 4096)));
     agree.push_back(c.config().stagedCallCheck ? 1u : 0u);  // its per-call check (both or none)
   }
-  // coccl's own kernels are all loaded at init (dev::residentBlocks); a plug-in's load on their
-  // first launch, which under lazy loading may wait for the kernels already running in the
-  // context: another rank's transfer kernel, waiting for this rank (a deadlock, seen with 4
-  // thread ranks on one GPU and the int4 plug-in). Refused, every rank alike.
+  // Ranks that are threads of one process on one GPU share its CUDA context, where under lazy
+  // module loading (CUDA's default) a kernel loads on its first launch and may wait for the
+  // kernels already running there: another rank's transfer kernel, waiting for this rank (a
+  // deadlock: 4 thread ranks on one GPU with the int4 plug-in hung; a plug-in's kernels, the
+  // delta and codec kernels and the abort's poison kernel are not loaded ahead of use).
+  // Refused, every rank alike.
   m.region = std::make_unique<CudaIpcRegion>(
       c.bootstrap(), dev, m.lay.total, agree, c.topology().ranks[c.rank()].hostHash,
-      pluginDeviceCodecs(),
-      ", and a codec plug-in with device kernels is loaded, whose kernels would load on first "
-      "use while another rank's transfer kernel waits (a deadlock): set CUDA_MODULE_LOADING=EAGER "
-      "before CUDA starts, or run one rank per process");
+      /*refuseLazyShared=*/true,
+      ": a kernel loaded on its first launch would wait for another rank's transfer kernel, "
+      "which waits for it (a deadlock); set CUDA_MODULE_LOADING=EAGER before CUDA starts, or "
+      "run one rank per process");
   if (!m.region->usable()) {
     *why = p > dev::kMaxRanks
                ? format("%d ranks (the device path takes at most %d)", p, dev::kMaxRanks)

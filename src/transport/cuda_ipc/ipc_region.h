@@ -30,7 +30,7 @@ class CudaIpcRegion {
   // refuseLazyShared: not usable (reason: which ranks, why) when two ranks are threads of one
   // process on one device whose kernels load lazily (cudaLazyModuleLoading: a kernel loaded on
   // its first launch by one may wait for the other's kernels, which may wait for it), decided
-  // before any peer is mapped; `lazyWhy` ends that reason.
+  // before any peer is mapped; `lazyWhy` ends that reason (CUDA IPC executor: always).
   CudaIpcRegion(Bootstrap& bs, int device, size_t bytes, const std::vector<uint64_t>& agree,
                 uint64_t hostHash, bool refuseLazyShared = false, const char* lazyWhy = "");
   ~CudaIpcRegion();
