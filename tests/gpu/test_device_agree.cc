@@ -11,6 +11,7 @@
 //   aborts (which releases them).
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,6 +128,14 @@ cocclResult_t waitAsyncError(cocclComm_t comm) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return async;
+}
+
+// Waits for `streams`; expects no asynchronous error on r's communicator (no false alarm).
+void syncedWithoutAsyncError(Rank& r, std::initializer_list<cudaStream_t> streams) {
+  for (cudaStream_t st : streams) CUDA_OK(cudaStreamSynchronize(st));
+  cocclResult_t async = cocclSuccess;
+  ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
+  EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
 }
 
 class DeviceAgreement : public ::testing::TestWithParam<Case> {};
@@ -279,12 +288,7 @@ TEST(DeviceAgreementDefault, NcclTransportCompressedStreamsAndGraphsNoFalseAlarm
             }
             ASSERT_EQ(call(outB, kB - 1000 * static_cast<size_t>(i % 5), sb), cocclSuccess);
           }
-          CUDA_OK(cudaStreamSynchronize(sa));
-          CUDA_OK(cudaStreamSynchronize(sb));
-          CUDA_OK(cudaStreamSynchronize(sg));
-          cocclResult_t async = cocclSuccess;
-          ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-          EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+          syncedWithoutAsyncError(r, {sa, sb, sg});
           const float want = static_cast<float>(nranks * (nranks + 1) / 2);
           for (DevBuf* b : {&outA, &outB, &outG}) {
             const std::vector<uint8_t> got = b->download();
@@ -389,12 +393,7 @@ TEST(DeviceAgreement, NcclTransportStreamsAndGraphsNoFalseAlarm) {
                                    cocclInt32, cocclSum, r.comm, sb),
                     cocclSuccess);
         }
-        CUDA_OK(cudaStreamSynchronize(sa));
-        CUDA_OK(cudaStreamSynchronize(sb));
-        CUDA_OK(cudaStreamSynchronize(sg));
-        cocclResult_t async = cocclSuccess;
-        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-        EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
+        syncedWithoutAsyncError(r, {sa, sb, sg});
         for (DevBuf* b : {&outA, &outB, &outG1}) {
           const std::vector<uint8_t> got = b->download(4);
           int32_t v;
@@ -406,9 +405,7 @@ TEST(DeviceAgreement, NcclTransportStreamsAndGraphsNoFalseAlarm) {
         // A call after the graph's slots came back still agrees.
         ASSERT_EQ(cocclAllReduce(in.data(), outA.data(), kA, cocclInt32, cocclSum, r.comm, sg),
                   cocclSuccess);
-        CUDA_OK(cudaStreamSynchronize(sg));
-        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-        EXPECT_EQ(async, cocclSuccess);
+        syncedWithoutAsyncError(r, {sg});
         cudaStreamDestroy(sa);
         cudaStreamDestroy(sb);
         cudaStreamDestroy(sg);
