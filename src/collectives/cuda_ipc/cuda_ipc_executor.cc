@@ -1,4 +1,5 @@
-// The CUDA IPC executor (cuda_ipc_executor.h): staging setup, per-call planning, kernel launch.
+// The CUDA IPC executor (cuda_ipc_executor.h): staging setup, probe, errors, abort and teardown;
+// the calls (planning, kernel launch) in cuda_ipc_run.cc, the shared state in executor_impl.h.
 //
 // ---- Protocol ------------------------------------------------------------------------------
 // Each rank owns one CUDA IPC region (layout in dev_types.h) holding flags and staging
@@ -41,19 +42,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 #include "codecs/abi/registry.h"
-#include "codecs/codec.h"
 #include "collectives/call_desc.h"
 #include "collectives/cuda_ipc/dev_types.h"
+#include "collectives/cuda_ipc/executor_impl.h"
 #include "collectives/cuda_ipc/launch.h"
-#include "collectives/cuda_ipc/plan.h"
 #include "collectives/cuda_ipc/residency.h"
-#include "collectives/layout.h"
 #include "collectives/p2p_header.h"
 #include "collectives/staged/staged_codec.h"
 #include "core/agree.h"
@@ -66,12 +63,6 @@
 namespace coccl {
 namespace {
 
-constexpr int kEvents = 8;  // streams a group of send/recv may span
-
-// The built-in codecs run in coccl's fused collective kernels; other codecs with device
-// operations (plug-ins) on the staged pipeline.
-bool fusedCodec(const Codec* codec) { return codec && codec->deviceDesc().kind != CodecKind::None; }
-
 // Whether a registered codec needs the staged pipeline (a plug-in with device launchers). The
 // same on every rank: the Communicator checked that all ranks registered the same codecs.
 bool pluginDeviceCodecs() {
@@ -79,71 +70,6 @@ bool pluginDeviceCodecs() {
     if (e.source != "built-in" && (e.desc->capabilities & COCCL_CODEC_CAP_DEVICE)) return true;
   return false;
 }
-
-}  // namespace
-
-struct CudaIpcExecutor::Impl {
-  CommContext& comm;
-  int device = -1;
-  int nblocks = 0;
-  dev::Layout lay;
-  std::unique_ptr<CudaIpcRegion> region;
-  dev::HostState* host = nullptr;     // host view of the mapped state
-  dev::HostState* hostDev = nullptr;  // its device view
-  dev::Ctx* ctx = nullptr;            // device memory
-  cudaStream_t side = nullptr;        // internal stream (abort)
-  cudaEvent_t joinIn[kEvents] = {};
-  cudaEvent_t joinOut = nullptr;
-  bool used = false;
-  bool aborted = false;
-  bool tallied = false;  // nblocks counted in residency.h's tally of this device
-  // Plug-in codecs with device launchers: the staged pipeline, its pieces moved by this
-  // executor's P2P kernel (null when no such codec is registered).
-  std::unique_ptr<ByteMover> mover;
-  std::unique_ptr<StagedCodec> staged;
-  // COCCL_STAGED_CALL_CHECK: each staged call's first exchange compares the call's descriptor
-  // with every rank's (P2PArgs::callAgree), as the fused kernels do at their start.
-  bool stagedAgree = false;
-
-  explicit Impl(CommContext& c) : comm(c) {}
-  ~Impl();
-
-  void launched(cudaError_t e, const char* what) {
-    used = true;
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      COCCL_THROW(cocclUnhandledCudaError, "%s kernel launch failed: %s (%s)", what,
-                  cudaGetErrorName(e), cudaGetErrorString(e));
-    }
-  }
-  dev::Planner planner() const {
-    dev::Planner pl;
-    pl.lay = lay;
-    pl.nblocks = nblocks;
-    pl.nranks = comm.nranks();
-    pl.rank = comm.rank();
-    return pl;
-  }
-  void allReduce(const CollRequest& r, CollStats& stats);
-  void reduceScatter(const CollRequest& r, CollStats& stats);
-  void allGather(const CollRequest& r, CollStats& stats);
-  void broadcast(const CollRequest& r, CollStats& stats);
-  void reduce(const CollRequest& r, CollStats& stats);
-};
-
-namespace {
-
-// The staged pipeline's exchanges as one P2P kernel of this executor on the pipeline's stream.
-class IpcMover final : public ByteMover {
- public:
-  explicit IpcMover(CudaIpcExecutor::Impl& m) : m_(m) {}
-  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) override;
-  bool agreesInExchange() const override { return true; }
-  void abort() override;
-
- private:
-  CudaIpcExecutor::Impl& m_;
-};
 
 }  // namespace
 
@@ -214,18 +140,10 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     agree.push_back(static_cast<uint64_t>(std::max<int64_t>(c.config().chunkBytes, 4096)));
     agree.push_back(c.config().stagedCallCheck ? 1u : 0u);  // its per-call check (both or none)
   }
-  // Ranks that are threads of one process on one GPU share its CUDA context, where under lazy
-  // module loading (CUDA's default) a kernel loads on its first launch and may wait for the
-  // kernels already running there: another rank's transfer kernel, waiting for this rank (a
-  // deadlock: 4 thread ranks on one GPU with the int4 plug-in hung; a plug-in's kernels, the
-  // delta and codec kernels and the abort's poison kernel are not loaded ahead of use).
-  // Refused, every rank alike.
-  m.region = std::make_unique<CudaIpcRegion>(
-      c.bootstrap(), dev, m.lay.total, agree, c.topology().ranks[c.rank()].hostHash,
-      /*refuseLazyShared=*/true,
-      ": a kernel loaded on its first launch would wait for another rank's transfer kernel, "
-      "which waits for it (a deadlock); set CUDA_MODULE_LOADING=EAGER before CUDA starts, or "
-      "run one rank per process");
+  // (Thread ranks sharing one GPU's context under lazy module loading are refused there: the
+  // delta, codec and poison kernels and a plug-in's load on first launch; ipc_region.h.)
+  m.region = std::make_unique<CudaIpcRegion>(c.bootstrap(), dev, m.lay.total, agree,
+                                             c.topology().ranks[c.rank()].hostHash);
   if (!m.region->usable()) {
     *why = p > dev::kMaxRanks
                ? format("%d ranks (the device path takes at most %d)", p, dev::kMaxRanks)
@@ -406,202 +324,6 @@ void CudaIpcExecutor::quiesce() {
                   static_cast<long long>(m.comm.config().timeoutMs));
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-}
-
-// ---- collectives ------------------------------------------------------------------------------
-
-namespace {
-
-cudaError_t launchReduceCodec(const dev::Ctx* ctx, const dev::ReduceArgs& a, int nb,
-                              cudaStream_t s) {
-  switch (a.dtype) {
-    case cocclBfloat16: return dev::launchReduceCodecBf16(ctx, a, nb, s);
-    case cocclFloat16: return dev::launchReduceCodecFp16(ctx, a, nb, s);
-    default: return dev::launchReduceCodecFp32(ctx, a, nb, s);
-  }
-}
-
-cudaError_t launchGatherCodec(const dev::Ctx* ctx, const dev::GatherArgs& a, int nb,
-                              cudaStream_t s) {
-  switch (a.dtype) {
-    case cocclBfloat16: return dev::launchGatherCodecBf16(ctx, a, nb, s);
-    case cocclFloat16: return dev::launchGatherCodecFp16(ctx, a, nb, s);
-    default: return dev::launchGatherCodecFp32(ctx, a, nb, s);
-  }
-}
-
-cudaStream_t streamOf(const CollRequest& r) { return reinterpret_cast<cudaStream_t>(r.stream); }
-
-// The call's descriptor as the kernels compare it (agreeCall in kernel_common.cuh).
-dev::AgreeDesc agreeDescOf(const CollRequest& r) {
-  static_assert(sizeof(CallDesc) == sizeof(dev::AgreeDesc), "descriptor sizes");
-  const CallDesc d = makeCallDesc(r);
-  dev::AgreeDesc a;
-  std::memcpy(&a, &d, sizeof(a));
-  return a;
-}
-
-}  // namespace
-
-void CudaIpcExecutor::run(const CollRequest& r, CollStats& stats) {
-  Impl& m = *impl_;
-  if (r.codec && !fusedCodec(r.codec)) {
-    DeviceGuard g(m.device);
-    return m.staged->run(r, stats, m.stagedAgree);
-  }
-  switch (r.coll) {
-    case Coll::AllReduce: return m.allReduce(r, stats);
-    case Coll::ReduceScatter: return m.reduceScatter(r, stats);
-    case Coll::AllGather: return m.allGather(r, stats);
-    case Coll::Broadcast: return m.broadcast(r, stats);
-    case Coll::Reduce: return m.reduce(r, stats);
-    default: COCCL_THROW(cocclInternalError, "CUDA IPC executor: Send/Recv go through runP2P");
-  }
-}
-
-void CudaIpcExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
-  const int p = comm.nranks(), me = comm.rank();
-  const size_t es = dtypeSize(r.dt);
-  const Codec* codec = r.codec;
-  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
-  dev::ReduceArgs a = planner().reduce(dev::Coll::AllReduce, r.in, r.out, r.count,
-                                             static_cast<int>(es), r.dt, r.op, 0,
-                                             codec ? &desc : nullptr);
-  a.desc = agreeDescOf(r);
-  stats.wireBytesSent = twoShotWireBytes(r.count, p, a.unit, me, [&](size_t n) {
-    return codec ? codec->encodedBytes(n, r.dt) : n * es;
-  });
-  stats.algorithm = "two-shot";
-  DeviceGuard g(device);
-  launched(codec ? launchReduceCodec(ctx, a, a.nblocks, streamOf(r))
-                 : dev::launchReduceExact(ctx, a, a.nblocks, streamOf(r)),
-           "AllReduce");
-}
-
-void CudaIpcExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
-  const size_t es = dtypeSize(r.dt);
-  const Codec* codec = r.codec;
-  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
-  dev::ReduceArgs a = planner().reduce(dev::Coll::ReduceScatter, r.in, r.out, r.count,
-                                             static_cast<int>(es), r.dt, r.op, 0,
-                                             codec ? &desc : nullptr);
-  a.desc = agreeDescOf(r);
-  stats.wireBytesSent = directWireBytes(
-      codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
-  stats.algorithm = "two-shot";
-  DeviceGuard g(device);
-  launched(codec ? launchReduceCodec(ctx, a, a.nblocks, streamOf(r))
-                 : dev::launchReduceExact(ctx, a, a.nblocks, streamOf(r)),
-           "ReduceScatter");
-}
-
-void CudaIpcExecutor::Impl::reduce(const CollRequest& r, CollStats& stats) {
-  const size_t es = dtypeSize(r.dt);
-  dev::ReduceArgs a = planner().reduce(dev::Coll::Reduce, r.in, r.out, r.count,
-                                             static_cast<int>(es), r.dt, r.op, r.root, nullptr);
-  a.desc = agreeDescOf(r);
-  stats.wireBytesSent = comm.rank() == r.root ? 0 : r.count * es;
-  stats.algorithm = "direct";
-  DeviceGuard g(device);
-  launched(dev::launchReduceExact(ctx, a, a.nblocks, streamOf(r)), "Reduce");
-}
-
-void CudaIpcExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
-  const size_t es = dtypeSize(r.dt);
-  const Codec* codec = r.codec;
-  const CodecDesc desc = codec ? codec->deviceDesc() : CodecDesc{};
-  dev::GatherArgs a = planner().gather(dev::Coll::AllGather, r.in, r.out, r.count,
-                                             static_cast<int>(es), r.dt, 0,
-                                             codec ? &desc : nullptr);
-  a.desc = agreeDescOf(r);
-  stats.wireBytesSent = directWireBytes(
-      codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
-  stats.algorithm = "direct";
-  DeviceGuard g(device);
-  launched(codec ? launchGatherCodec(ctx, a, a.nblocks, streamOf(r))
-                 : dev::launchGatherExact(ctx, a, a.nblocks, streamOf(r)),
-           "AllGather");
-}
-
-void CudaIpcExecutor::Impl::broadcast(const CollRequest& r, CollStats& stats) {
-  const int me = comm.rank();
-  const size_t es = dtypeSize(r.dt), bytes = r.count * es;
-  dev::GatherArgs a =
-      planner().gather(dev::Coll::Broadcast, me == r.root ? r.in : nullptr, r.out, r.count,
-                       static_cast<int>(es), r.dt, r.root, nullptr);
-  a.desc = agreeDescOf(r);
-  stats.wireBytesSent = me == r.root ? directWireBytes(bytes, comm.nranks()) : 0;
-  stats.algorithm = "direct";
-  DeviceGuard g(device);
-  launched(dev::launchGatherExact(ctx, a, a.nblocks, streamOf(r)), "Broadcast");
-}
-
-void CudaIpcExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& stats) {
-  Impl& m = *impl_;
-  COCCL_CHECK_USAGE(ops.size() <= static_cast<size_t>(dev::kMaxP2P),
-                    "a group holds %zu device sends/receives on one communicator (at most %d)",
-                    ops.size(), dev::kMaxP2P);
-  std::vector<dev::P2PMsg> msgs;
-  size_t sent = 0;
-  std::vector<cudaStream_t> streams;
-  for (const CollRequest& o : ops) {
-    const bool send = o.coll == Coll::Send;
-    const size_t bytes = o.count * dtypeSize(o.dt);
-    msgs.push_back(dev::P2PMsg{o.p2pBuffer(), bytes, o.peer(), send ? 1 : 0});
-    if (send) sent += bytes;
-    cudaStream_t s = streamOf(o);
-    if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
-  }
-  dev::P2PArgs a;
-  COCCL_CHECK_ARG(m.planner().p2p(msgs, &a), "send/receive too large");
-  COCCL_CHECK_USAGE(streams.size() <= static_cast<size_t>(kEvents),
-                    "a group of device sends/receives spans %zu streams (at most %d)",
-                    streams.size(), kEvents);
-  stats.wireBytesSent = sent;
-  stats.algorithm = "p2p";
-  DeviceGuard g(m.device);
-  cudaStream_t s0 = streams.empty() ? nullptr : streams[0];
-  for (size_t i = 1; i < streams.size(); ++i) {
-    COCCL_CUDA_CHECK(cudaEventRecord(m.joinIn[i], streams[i]));
-    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s0, m.joinIn[i], 0));
-  }
-  m.launched(dev::launchP2P(m.ctx, a, a.nblocks, s0), "Send/Recv");
-  if (streams.size() > 1) {
-    COCCL_CUDA_CHECK(cudaEventRecord(m.joinOut, s0));
-    for (size_t i = 1; i < streams.size(); ++i)
-      COCCL_CUDA_CHECK(cudaStreamWaitEvent(streams[i], m.joinOut, 0));
-  }
-}
-
-void IpcMover::exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) {
-  std::vector<dev::P2PMsg> msgs;
-  msgs.reserve(group.size());
-  for (const Xfer& x : group) msgs.push_back(dev::P2PMsg{x.buf, x.bytes, x.peer, x.send ? 1 : 0});
-  dev::P2PArgs a;
-  COCCL_CHECK_USAGE(msgs.size() <= static_cast<size_t>(dev::kMaxP2P) && m_.planner().p2p(msgs, &a),
-                    "staged codec pipeline: an exchange of %zu transfers does not fit the P2P "
-                    "kernel (at most %d)", msgs.size(), dev::kMaxP2P);
-  // No pair agreement: an extra round per exchange of every piece (the sizes follow from the
-  // pipeline's plan of the call on each rank). The call's agreement, in its first exchange:
-  // descriptors posted at its start and compared at its end (agreePost / agreeCheck), no round
-  // of its own.
-  a.agree = 0;
-  if (agree) {
-    a.callAgree = 1;
-    std::memcpy(&a.desc, agree, sizeof(a.desc));
-  }
-  m_.launched(dev::launchP2P(m_.ctx, a, a.nblocks, s), "staged codec exchange");
-}
-
-void IpcMover::abort() {
-  // A pipeline that failed half-way: the P2P kernels already issued time out or see the
-  // poison; abort releases the peers now.
-  if (!m_.host || m_.aborted) return;
-  m_.aborted = true;
-  m_.host->abort = 1u;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  (void)dev::launchPoison(m_.ctx, m_.nblocks, m_.side);
-  (void)cudaGetLastError();
 }
 
 }  // namespace coccl

@@ -50,7 +50,7 @@ class CudaIpcExecutor final : public Executor {
   void quiesce() override;
   int cudaDevice() const override;
 
-  struct Impl;  // (public for the helpers of cuda_ipc_executor.cc only)
+  struct Impl;  // (public for executor_impl.h's IpcMover only)
 
  private:
   explicit CudaIpcExecutor(CommContext& ctx);

@@ -1,5 +1,5 @@
 // Planning of one device collective call: the kernel arguments (rounds, parts, units) from the
-// call and the staging layout. Pure host code, shared by cuda_ipc_executor.cc and the CPU emulation
+// call and the staging layout. Pure host code, shared by cuda_ipc_run.cc and the CPU emulation
 // test (tests/gpu/emu), so that both run exactly the same plans. Every rank computes the same
 // round counts from the same call, which the protocol relies on.
 #pragma once

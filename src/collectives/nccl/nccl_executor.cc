@@ -81,7 +81,11 @@ class NcclMover final : public ByteMover {
     DeviceCallCheck::Carried carried;
     if (agree) carried = carried_->carry(*agree, s);
     c_.group([&] {
-      post(carried.xfers, s);
+      for (int q = 0; agree && q < p_; ++q) {
+        if (q == me_) continue;
+        c_.send(carried.mine(), sizeof(CallDesc), q, s);
+        c_.recv(carried.from(q), sizeof(CallDesc), q, s);
+      }
       body();
     });
     if (agree) carried_->compare(*agree, carried, s);

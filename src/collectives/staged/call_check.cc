@@ -167,14 +167,7 @@ DeviceCallCheck::Carried DeviceCallCheck::carry(const CallDesc& d, cudaStream_t 
   std::memcpy(&w, &d, sizeof(w));
   Carried c;
   c.slot = m.slotFor(stream);
-  uint64_t* all = c.slot + 16;
-  launchStoreDesc(w, c.slot, all + 16 * m.me, stream);
-  c.xfers.reserve(2 * static_cast<size_t>(m.p));
-  for (int q = 0; q < m.p; ++q) {
-    if (q == m.me) continue;
-    c.xfers.push_back({c.slot, sizeof(CallDesc), q, true});
-    c.xfers.push_back({all + 16 * q, sizeof(CallDesc), q, false});
-  }
+  launchStoreDesc(w, c.slot, static_cast<uint64_t*>(c.from(m.me)), stream);
   return c;
 }
 
@@ -182,15 +175,23 @@ void DeviceCallCheck::compare(const CallDesc& d, const Carried& c, cudaStream_t 
   Impl& m = *impl_;
   DescWords w;
   std::memcpy(&w, &d, sizeof(w));
-  launchCompareDescs(w, c.slot + 16, m.p, m.devFirst, m.hostDev, m.descsDev, stream);
+  launchCompareDescs(w, static_cast<const uint64_t*>(c.from(0)), m.p, m.devFirst, m.hostDev,
+                     m.descsDev, stream);
 }
 
 void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t stream) {
   const Carried c = carry(d, stream);
-  if (mover.hasAllGather())
-    mover.allGather(c.slot, c.slot + 16, sizeof(CallDesc), nullptr, stream);
-  else  // 128 bytes to and from every peer, one grouped exchange
-    mover.exchange(c.xfers, nullptr, stream);
+  if (mover.hasAllGather()) {
+    mover.allGather(c.mine(), c.from(0), sizeof(CallDesc), nullptr, stream);
+  } else {  // 128 bytes to and from every peer, one grouped exchange
+    std::vector<ByteMover::Xfer> x;
+    for (int q = 0; q < impl_->p; ++q) {
+      if (q == impl_->me) continue;
+      x.push_back({c.mine(), sizeof(CallDesc), q, true});
+      x.push_back({c.from(q), sizeof(CallDesc), q, false});
+    }
+    mover.exchange(x, nullptr, stream);
+  }
   compare(d, c, stream);
 }
 

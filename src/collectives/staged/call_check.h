@@ -46,14 +46,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "coccl.h"
-#include "collectives/staged/staged_codec.h"
 
 namespace coccl {
 
 struct CallDesc;
+class ByteMover;
 
 class DeviceCallCheck {
  public:
@@ -71,12 +70,14 @@ class DeviceCallCheck {
   void check(const CallDesc& d, ByteMover& mover, cudaStream_t stream);
 
   // COCCL_NCCL_CALL_CHECK=1: the descriptors carried by a group of the caller's. carry() stores
-  // this rank's descriptor on `stream` and returns the transfers that move it (128 bytes to and
-  // from every peer), to post in the group (first, so that they are matched before the payload);
-  // compare() after the group, on the same stream. Throw Error as check().
+  // this rank's descriptor on `stream` and returns where the group moves them: 128 bytes from
+  // mine() to every peer q and from q into from(q), posted first in the group (so that they
+  // are matched before the payload); compare() after the group, on the same stream. Throw Error
+  // as check().
   struct Carried {
     uint64_t* slot = nullptr;  // this rank's 16 words, then nranks x 16 gathered
-    std::vector<ByteMover::Xfer> xfers;
+    void* mine() const { return slot; }
+    void* from(int q) const { return slot + 16 * (static_cast<size_t>(q) + 1); }
   };
   Carried carry(const CallDesc& d, cudaStream_t stream);
   void compare(const CallDesc& d, const Carried& c, cudaStream_t stream);

@@ -40,8 +40,7 @@ std::string cudaMsg(const char* what, cudaError_t e) {
 }  // namespace
 
 CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
-                             const std::vector<uint64_t>& agree, uint64_t hostHash,
-                             bool refuseLazyShared, const char* lazyWhy)
+                             const std::vector<uint64_t>& agree, uint64_t hostHash)
     : rank_(bs.rank()), nranks_(bs.nranks()), device_(device), bytes_(bytes) {
   COCCL_CHECK_INTERNAL(agree.size() <= kAgreeWords, "too many agreement words");
   ptrs_.assign(static_cast<size_t>(nranks_), nullptr);
@@ -83,14 +82,17 @@ CudaIpcRegion::CudaIpcRegion(Bootstrap& bs, int device, size_t bytes,
   bs.allGather(recs.data(), sizeof(RegionRecord));
 
   // Every rank reaches the same verdict from the same records.
-  for (int r = 0; r < nranks_ && refuseLazyShared && reason_.empty(); ++r)
+  for (int r = 0; r < nranks_ && reason_.empty(); ++r)
     for (int q = r + 1; q < nranks_ && reason_.empty(); ++q) {
       const RegionRecord &a = recs[static_cast<size_t>(r)], &b = recs[static_cast<size_t>(q)];
       if (a.ok && a.lazy && a.hostHash == b.hostHash && a.pid == b.pid && a.device == b.device)
         reason_ = format(
             "ranks %d and %d share one CUDA context (process %d, device %d) under "
-            "lazy module loading%s",
-            r, q, a.pid, a.device, lazyWhy);
+            "lazy module loading: a kernel loaded on its first launch would wait "
+            "for another rank's transfer kernel, which waits for it (a deadlock); "
+            "set CUDA_MODULE_LOADING=EAGER before CUDA starts, or run one rank per "
+            "process",
+            r, q, a.pid, a.device);
     }
   for (int r = 0; r < nranks_ && reason_.empty(); ++r) {
     const RegionRecord& x = recs[static_cast<size_t>(r)];

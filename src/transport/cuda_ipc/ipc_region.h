@@ -27,19 +27,19 @@ class CudaIpcRegion {
   // device: the CUDA device current on the calling thread, or -1 when this rank has none.
   // bytes: the size of every rank's region. agree: words that must be equal on every rank
   // (the layout parameters); a mismatch disables the regions with a reason naming the word.
-  // refuseLazyShared: not usable (reason: which ranks, why) when two ranks are threads of one
-  // process on one device whose kernels load lazily (cudaLazyModuleLoading: a kernel loaded on
-  // its first launch by one may wait for the other's kernels, which may wait for it), decided
-  // before any peer is mapped; `lazyWhy` ends that reason (CUDA IPC executor: always).
+  // Not usable either (the reason names the ranks and CUDA_MODULE_LOADING=EAGER) when two ranks
+  // are threads of one process on one device whose kernels load lazily (cudaLazyModuleLoading):
+  // a kernel loaded on its first launch by one may wait for the other's spinning kernels, which
+  // wait for it (a deadlock: 4 thread ranks on one GPU with the int4 plug-in hung); decided
+  // before any peer is mapped.
   CudaIpcRegion(Bootstrap& bs, int device, size_t bytes, const std::vector<uint64_t>& agree,
-                uint64_t hostHash, bool refuseLazyShared = false, const char* lazyWhy = "");
+                uint64_t hostHash);
   ~CudaIpcRegion();
   CudaIpcRegion(const CudaIpcRegion&) = delete;
   CudaIpcRegion& operator=(const CudaIpcRegion&) = delete;
 
   bool usable() const { return usable_; }
   const std::string& reason() const { return reason_; }
-
   int device() const { return device_; }
   size_t bytes() const { return bytes_; }
   // Device pointers (valid on this rank's device) of every rank's region; peer(rank()) is the
