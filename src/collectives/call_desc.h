@@ -72,6 +72,18 @@ struct CallDesc {
 static_assert(sizeof(CallDesc) == 128, "the call descriptor is 128 bytes on the wire");
 constexpr size_t kCallDescHashedBytes = offsetof(CallDesc, hash);
 
+// Where the descriptors of a call travel inside the payload transfers of a device exchange
+// (the staged pipeline's first exchange over NCCL, staged/call_check.h): 128 bytes in front of
+// each payload. The transfer to peer j begins with the head at send + j * sendStride
+// (sendStride 0: one head sent to every peer); the one from peer j lands its head at
+// recv + j * recvStride. Device addresses.
+struct DescHeads {
+  char* send = nullptr;
+  size_t sendStride = 0;
+  char* recv = nullptr;
+  size_t recvStride = 0;
+};
+
 // The descriptor held in 128 bytes at `p` (as a device path stored it).
 CallDesc callDescFromBytes(const void* p);
 

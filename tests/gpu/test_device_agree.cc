@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,7 +24,10 @@
 namespace coccl::test {
 namespace {
 
+enum class SideColl { AllReduce, ReduceScatter, AllGather };
+
 struct Side {
+  SideColl coll = SideColl::AllReduce;  // count: per rank (ReduceScatter's recvcount)
   size_t count = 65536;
   cocclDataType_t dt = cocclFloat32;
   cocclRedOp_t op = cocclSum;
@@ -88,18 +92,46 @@ const Case kCases[] = {
      "root differs"},
 };
 
+// The compressed ReduceScatter and AllGather, whose first exchanges over the NCCL transport
+// carry the descriptors too: a group of sends and receives, and NCCL's all-gather (payloads of
+// 64 and 400 KiB a rank).
+Side collOf(SideColl coll, size_t count, cocclDataType_t dt, cocclRedOp_t op) {
+  Side s;
+  s.coll = coll;
+  s.count = count;
+  s.dt = dt;
+  s.op = op;
+  s.codec = "fp8_ash_ds";
+  return s;
+}
+const Case kCollCases[] = {
+    {"reduce_scatter_op_compressed", collOf(SideColl::ReduceScatter, 65536, cocclFloat32, cocclSum),
+     collOf(SideColl::ReduceScatter, 65536, cocclFloat32, cocclAvg), "op differs"},
+    {"all_gather_count_compressed_same_blocks",
+     collOf(SideColl::AllGather, 65536, cocclFloat32, cocclSum),
+     collOf(SideColl::AllGather, 65534, cocclFloat32, cocclSum), "count differs"},
+    {"all_gather_count_compressed_large",
+     collOf(SideColl::AllGather, 409600, cocclBfloat16, cocclSum),
+     collOf(SideColl::AllGather, 409598, cocclBfloat16, cocclSum), "count differs"},
+};
+
 // Rank r's side of case k: its buffers (recvbuff filled with 0xCD), its stream, its call.
 struct SideCall {
   Side s;
-  size_t bytes;
+  size_t nranks;
+  size_t bytes;  // of recvbuff
   DevBuf in, out;
   cudaStream_t st = nullptr;
   cocclCodec_t codec = nullptr;
 
-  SideCall(const Case& k, int rank, int oddRank = 2)
+  SideCall(const Case& k, int rank, int oddRank = 2, int worldSize = 3)
       : s(rank == oddRank ? k.odd : k.common),
-        bytes(s.count * (s.dt == cocclFloat32 ? 4 : 2)),
-        in(bytes, 0x11),
+        nranks(static_cast<size_t>(worldSize)),
+        bytes(s.count * (s.dt == cocclFloat32 ? 4 : 2) *
+              (s.coll == SideColl::AllGather ? nranks : 1)),
+        in(s.count * (s.dt == cocclFloat32 ? 4 : 2) *
+               (s.coll == SideColl::ReduceScatter ? nranks : 1),
+           0x11),
         out(bytes, 0xCD) {
     EXPECT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
     if (s.codec) {
@@ -112,9 +144,15 @@ struct SideCall {
   }
   // Enqueues the call on st; returns its result.
   cocclResult_t enqueue(cocclComm_t comm) {
-    return s.broadcast
-               ? cocclBroadcast(in.data(), out.data(), s.count, s.dt, s.root, comm, st)
-               : cocclAllReduceCodec(in.data(), out.data(), s.count, s.dt, s.op, codec, comm, st);
+    if (s.broadcast) return cocclBroadcast(in.data(), out.data(), s.count, s.dt, s.root, comm, st);
+    switch (s.coll) {
+      case SideColl::ReduceScatter:
+        return cocclReduceScatterCodec(in.data(), out.data(), s.count, s.dt, s.op, codec, comm, st);
+      case SideColl::AllGather:
+        return cocclAllGatherCodec(in.data(), out.data(), s.count, s.dt, codec, comm, st);
+      default:
+        return cocclAllReduceCodec(in.data(), out.data(), s.count, s.dt, s.op, codec, comm, st);
+    }
   }
 };
 
@@ -185,7 +223,7 @@ void everyRankFailsBeforeTheCall(const Case& k, GpuRunOptions o, const char* pat
   runGpuRanks(
       nranks,
       [&k, path, nranks](Rank& r) {
-        SideCall c(k, r.rank, nranks - 1);
+        SideCall c(k, r.rank, nranks - 1, nranks);
         EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
         const cocclResult_t async = waitAsyncError(r.comm);
         EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
@@ -216,20 +254,24 @@ TEST_P(DeviceAgreement, NcclTransportEveryRankFails) {
 // are checked, the descriptors carried by the call's first exchange: the disagreements that
 // coccl's own pipeline would otherwise turn into wrong results silently (payloads of the same
 // sizes). 3 ranks: two-shot, the first exchange a group of sends and receives; 2 ranks:
-// one-shot, the first exchange NCCL's all-gather, the descriptors in its group.
+// one-shot, the first exchange NCCL's all-gather; the descriptors in the heads of the
+// payloads. Also the compressed ReduceScatter (sends and receives) and AllGather (NCCL's
+// all-gather).
 TEST(DeviceAgreementDefault, NcclTransportCompressedChecked) {
   COCCL_REQUIRE_GPU();
+  std::vector<Case> cases(std::begin(kCollCases), std::end(kCollCases));
+  for (const Case& k : kCases)
+    if (k.common.codec) cases.push_back(k);
   int checked = 0;
   for (const int nranks : {3, 2}) {
-    for (const Case& k : kCases) {
-      if (!k.common.codec) continue;
+    for (const Case& k : cases) {
       SCOPED_TRACE(std::string(k.name) + ", " + std::to_string(nranks) + " ranks");
       everyRankFailsBeforeTheCall(k, overNcclTransport(GpuRunOptions()),
                                   "found in the call's first exchange", nranks);
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 10);
 }
 
 // Compressed calls that agree, under the default check (carried by their first exchange), on

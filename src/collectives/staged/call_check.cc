@@ -160,14 +160,17 @@ DeviceCallCheck::DeviceCallCheck(int nranks, int rank) : impl_(std::make_unique<
 
 DeviceCallCheck::~DeviceCallCheck() = default;
 
-DeviceCallCheck::Carried DeviceCallCheck::carry(const CallDesc& d, cudaStream_t stream) {
+DeviceCallCheck::Carried DeviceCallCheck::carry(const CallDesc& d, const DescHeads* heads,
+                                                cudaStream_t stream) {
   static_assert(sizeof(CallDesc) == sizeof(DescWords), "descriptor sizes");
   Impl& m = *impl_;
   DescWords w;
   std::memcpy(&w, &d, sizeof(w));
   Carried c;
   c.slot = m.slotFor(stream);
-  launchStoreDesc(w, c.slot, static_cast<uint64_t*>(c.from(m.me)), stream);
+  if (heads) c.heads = *heads;
+  launchStoreDesc(w, c.slot, static_cast<uint64_t*>(c.from(m.me)), c.heads.send, c.heads.sendStride,
+                  m.p, m.me, stream);
   return c;
 }
 
@@ -175,14 +178,17 @@ void DeviceCallCheck::compare(const CallDesc& d, const Carried& c, cudaStream_t 
   Impl& m = *impl_;
   DescWords w;
   std::memcpy(&w, &d, sizeof(w));
-  launchCompareDescs(w, static_cast<const uint64_t*>(c.from(0)), m.p, m.devFirst, m.hostDev,
-                     m.descsDev, stream);
+  const bool headed = c.heads.recv != nullptr;
+  const char* base = headed ? c.heads.recv : static_cast<const char*>(c.from(0));
+  const size_t stride = headed ? c.heads.recvStride : sizeof(CallDesc);
+  launchCompareDescs(w, base, stride, static_cast<const uint64_t*>(c.from(m.me)), m.me, m.p,
+                     m.devFirst, m.hostDev, m.descsDev, stream);
 }
 
 void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t stream) {
-  const Carried c = carry(d, stream);
+  const Carried c = carry(d, nullptr, stream);
   if (mover.hasAllGather()) {
-    mover.allGather(c.mine(), c.from(0), sizeof(CallDesc), nullptr, stream);
+    mover.allGather(c.mine(), c.from(0), sizeof(CallDesc), nullptr, nullptr, stream);
   } else {  // 128 bytes to and from every peer, one grouped exchange
     std::vector<ByteMover::Xfer> x;
     for (int q = 0; q < impl_->p; ++q) {
@@ -190,7 +196,7 @@ void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t st
       x.push_back({c.mine(), sizeof(CallDesc), q, true});
       x.push_back({c.from(q), sizeof(CallDesc), q, false});
     }
-    mover.exchange(x, nullptr, stream);
+    mover.exchange(x, nullptr, nullptr, stream);
   }
   compare(d, c, stream);
 }

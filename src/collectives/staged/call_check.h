@@ -8,16 +8,18 @@
 // difference and prints the same message (callDescMismatch). The call's kernels are not held
 // back: NCCL's may write recvbuff. Two ways to move them (COCCL_NCCL_CALL_CHECK):
 //   1 (the default): the compressed calls, the descriptors carried by the call's first
-//     exchange (carry / compare below): 128 bytes to and from every peer added to the pipeline's
-//     first NCCL group, compared after it, so no NCCL round of their own (the staged pipeline
-//     over CUDA IPC compares inside its first exchange's P2P kernel likewise: StagedCodec::run's
+//     exchange (carry / compare below): in 128-byte heads in front of its payloads (DescHeads),
+//     so that no NCCL operation is added (the two-level calls: 128 bytes to and from every peer
+//     added to the pipeline's first NCCL group), compared after it (the staged pipeline over
+//     CUDA IPC compares inside its first exchange's P2P kernel likewise: StagedCodec::run's
 //     `agree`). A disagreement that leaves the payload sizes alike (the op, a dtype of the same
 //     size, counts that round to the same blocks, the codec's parameters) is reported; one that
 //     changes them (counts a block apart or more, a codec with another payload) may hang the
 //     group inside NCCL before the comparison runs, as NCCL's own calls hang: 2 reports those.
-//     Cost (one H100, bf16 fp8_ash_ds AllReduce, processes with MPS, perf/RESULTS.md
-//     2026-12-07): within the spread from 1 MiB; +6% (2 ranks) and +19-21% (3) at 64-256 KiB,
-//     the descriptors' sends being a second operation to each peer.
+//     Cost with the descriptors as operations of their own (one H100, bf16 fp8_ash_ds
+//     AllReduce, processes with MPS, perf/RESULTS.md 2026-12-07): within the spread from 1 MiB;
+//     +6% (2 ranks) and +19-21% (3) at 64-256 KiB, a second operation to each peer; hence the
+//     heads.
 //   2: every call, the exact ones too (NCCL's own collectives, which NCCL does not check
 //     either), each checked before the call by a round of its own (check below: NCCL's
 //     ncclAllGather of the descriptors), so that also the calls that then hang are reported
@@ -48,10 +50,10 @@
 #include <string>
 
 #include "coccl.h"
+#include "collectives/call_desc.h"
 
 namespace coccl {
 
-struct CallDesc;
 class ByteMover;
 
 class DeviceCallCheck {
@@ -70,16 +72,18 @@ class DeviceCallCheck {
   void check(const CallDesc& d, ByteMover& mover, cudaStream_t stream);
 
   // COCCL_NCCL_CALL_CHECK=1: the descriptors carried by a group of the caller's. carry() stores
-  // this rank's descriptor on `stream` and returns where the group moves them: 128 bytes from
-  // mine() to every peer q and from q into from(q), posted first in the group (so that they
-  // are matched before the payload); compare() after the group, on the same stream. Throw Error
-  // as check().
+  // this rank's descriptor on `stream`, also into every send head of `heads` (null: none), and
+  // returns where the group moves them: in the heads' transfers, else 128 bytes from mine() to
+  // every peer q and from q into from(q), posted first in the group (so that they are matched
+  // before the payload); compare() after the group, on the same stream, reads them from the
+  // receive heads or from(q). Throw Error as check().
   struct Carried {
     uint64_t* slot = nullptr;  // this rank's 16 words, then nranks x 16 gathered
+    DescHeads heads;           // heads.recv null: the descriptors arrive in the slot
     void* mine() const { return slot; }
     void* from(int q) const { return slot + 16 * (static_cast<size_t>(q) + 1); }
   };
-  Carried carry(const CallDesc& d, cudaStream_t stream);
+  Carried carry(const CallDesc& d, const DescHeads* heads, cudaStream_t stream);
   void compare(const CallDesc& d, const Carried& c, cudaStream_t stream);
   // cocclInvalidUsage once a difference was seen, else cocclSuccess. Cheap, any thread.
   cocclResult_t error() const;

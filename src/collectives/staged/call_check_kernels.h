@@ -18,12 +18,16 @@ struct CheckHostState {
   volatile uint32_t error;  // 0, or 1 once a difference was seen (then hostDescs is filled)
 };
 
-// d -> dst[0..16) and dst2[0..16).
-void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, cudaStream_t s);
-// Compares all[r * 16 .. r * 16 + 16) of every rank r with `mine`. On the first difference of
-// the communicator (devFirst: a device word, 0 until then) copies all nranks x 16 words to
-// hostDescs, then sets host->error.
-void launchCompareDescs(const DescWords& mine, const uint64_t* all, int nranks, uint32_t* devFirst,
+// d -> dst[0..16), dst2[0..16) and, where `heads` is not null, the 128 bytes at
+// heads + j * headStride for every rank j != me of nranks (headStride 0: once, at heads).
+// Every address 8-byte aligned.
+void launchStoreDesc(const DescWords& d, uint64_t* dst, uint64_t* dst2, char* heads,
+                     size_t headStride, int nranks, int me, cudaStream_t s);
+// Compares the descriptor of every rank r (16 words at base + r * stride; rank me's at self)
+// with `mine`. On the first difference of the communicator (devFirst: a device word, 0 until
+// then) copies the nranks x 16 words to hostDescs in rank order, then sets host->error.
+void launchCompareDescs(const DescWords& mine, const char* base, size_t stride,
+                        const uint64_t* self, int me, int nranks, uint32_t* devFirst,
                         CheckHostState* host, uint64_t* hostDescs, cudaStream_t s);
 
 }  // namespace coccl

@@ -47,9 +47,8 @@ StagedCodec::StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& move
               (allReduce == StagedAllReduce::Auto && nranks == 2 && mover.hasAllGather());
   m.arName = std::string(m.oneShot ? "one-shot/" : "two-shot/") + algoSuffix;
   m.directName = std::string("direct/") + algoSuffix;
-  const size_t slots = Impl::kSets * (3 * static_cast<size_t>(nranks) + 1);
   void* st = nullptr;
-  COCCL_CUDA_CHECK(cudaMalloc(&st, slots * slotBytes));
+  COCCL_CUDA_CHECK(cudaMalloc(&st, Impl::stagingSlots(nranks) * m.slotStride()));
   m.staging = static_cast<char*>(st);
   void* a = nullptr;
   COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * slotBytes));
@@ -64,7 +63,7 @@ StagedCodec::~StagedCodec() = default;
 
 size_t StagedCodec::stagingBytes() const {
   const Impl& m = *impl_;
-  return (Impl::kSets * (3 * static_cast<size_t>(m.p) + 1) + 4) * m.slotBytes;
+  return Impl::stagingSlots(m.p) * m.slotStride() + 4 * m.slotBytes;
 }
 
 cudaStream_t StagedCodec::sideStream() const { return impl_->side; }
@@ -114,11 +113,12 @@ void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {
     COCCL_CHECK_INTERNAL(m.mover.agreesInExchange(),
                          "staged codec pipeline: this transport cannot compare call descriptors");
     m.agreePending = true;
+    m.headed = m.mover.carriesInHeads();
     m.pendingDesc = makeCallDesc(r);
   }
   struct Clear {
     Impl& m;
-    ~Clear() { m.agreePending = false; }
+    ~Clear() { m.agreePending = m.headed = false; }
   } clear{m};
   if (r.interCodec) {
     if (twoLevel(r, m.ranksPerNode, m.p)) return m.hierReduce(r, stats);
@@ -206,7 +206,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
           if (ag) {
-            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.takeAgree(), m.side);
+            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.takeAgree(), nullptr, m.side);
             return;
           }
           m.exchange(
@@ -239,7 +239,7 @@ void StagedCodec::Impl::oneShotAllReduce(const CollRequest& r, CollStats& stats)
   const size_t K = numChunks(count, piece);
   auto n = [&](size_t k) { return std::min(piece, count - k * piece); };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  auto stride = [&](size_t k) { return m.gatherStride(pb(n(k))); };
+  auto stride = [&](size_t k) { return m.gatherStrideOf(k, pb(n(k))); };
   stats.wireBytesSent = 0;
   for (size_t k = 0; k < K; ++k) stats.wireBytesSent += m.gatherWireBytes(pb(n(k)));
   if (K == 0) return;

@@ -25,6 +25,7 @@
 namespace coccl {
 
 struct CallDesc;
+struct DescHeads;
 
 // One grouped exchange of raw device bytes with peers: every rank posts the matching group.
 class ByteMover {
@@ -40,23 +41,29 @@ class ByteMover {
   // only where agreesInExchange()): the call's descriptor, compared with every rank's, every
   // rank taking part whatever the group, before any byte of the group leaves the transport's
   // staging; a difference is the transport's asynchronous error (cocclInvalidUsage on every
-  // rank) and every later exchange moves nothing.
+  // rank) and every later exchange moves nothing. `heads` (only with `agree`, only where
+  // carriesInHeads(); null: none): the group's own transfers carry the descriptors in front of
+  // their payloads (call_desc.h DescHeads: every peer has such a send and such a receive in
+  // the group, its buffer and bytes including the head).
   virtual void exchange(const std::vector<Xfer>& group, const CallDesc* agree,
-                        cudaStream_t stream) = 0;
+                        const DescHeads* heads, cudaStream_t stream) = 0;
   // Whether exchange() and allGather() compare a call descriptor (the CUDA IPC P2P kernel:
-  // agreePost / agreeCheck; the NCCL mover: 128 bytes more to and from every peer in the group,
-  // staged/call_check.h).
+  // agreePost / agreeCheck; the NCCL mover: in the heads of the payloads, else 128 bytes more
+  // to and from every peer in the group, staged/call_check.h).
   virtual bool agreesInExchange() const { return false; }
+  // Whether the descriptors may travel in heads of the payload transfers (`heads` above): one
+  // operation per peer instead of two, which costs per operation on NCCL's socket transport.
+  virtual bool carriesInHeads() const { return false; }
   // Whether allGather below exists: a transport whose collective all-gather is faster than its
   // point-to-point (NCCL's ring on a link-bound path runs at ~1.6x its send/recv; device-
   // performance notes) moves the gather stages with it.
   virtual bool hasAllGather() const { return false; }
   // Every rank's `bytes` bytes at send into recv + rank * bytes on every rank (recv holds
   // nranks * bytes; send may be recv + rank * bytes, in place). Enqueued on `stream`. `agree`
-  // as for exchange().
+  // and `heads` as for exchange() (heads: each rank's first 128 bytes, {send, 0, recv, bytes}).
   virtual void allGather(const void* send, void* recv, size_t bytes, const CallDesc* agree,
-                         cudaStream_t stream) {
-    (void)send, (void)recv, (void)bytes, (void)agree, (void)stream;
+                         const DescHeads* heads, cudaStream_t stream) {
+    (void)send, (void)recv, (void)bytes, (void)agree, (void)heads, (void)stream;
   }
   // Called when a pipeline fails half-way: peers must get an error instead of waiting forever.
   virtual void abort() = 0;

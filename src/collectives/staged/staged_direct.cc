@@ -75,7 +75,7 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
   const size_t sendcount = d.count, piece = d.piece, es = d.es;
   auto n = [&](size_t k) { return d.n(k); };
   auto pb = [&](size_t elems) { return codec->encodedBytes(elems, dt); };
-  auto stride = [&](size_t k) { return m.gatherStride(pb(n(k))); };
+  auto stride = [&](size_t k) { return m.gatherStrideOf(k, pb(n(k))); };
   if (m.mover.hasAllGather()) {  // the padded strides (else direct()'s payload count holds)
     stats.wireBytesSent = 0;
     for (size_t k = 0; k < d.K; ++k) stats.wireBytesSent += m.gatherWireBytes(pb(n(k)));

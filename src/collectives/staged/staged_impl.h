@@ -26,6 +26,9 @@ namespace coccl {
 
 struct StagedCodec::Impl {
   static constexpr int kSets = 2;
+  // Every slot has this many bytes in front of it: where the call's descriptor travels in
+  // front of the first exchange's payloads on a mover that carriesInHeads() (DescHeads).
+  static constexpr size_t kHead = sizeof(CallDesc);
   enum Slot { kSend = 0, kRecv = 1, kRed = 2, kGath = 3 };  // per set: send[p] recv[p] red gath[p]
 
   int p, me;
@@ -41,8 +44,10 @@ struct StagedCodec::Impl {
   // whatever stream, starts after it (the staging is the communicator's, not the stream's).
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
-  // The running call's agreement (StagedCodec::run's `agree`): carried by its first exchange.
+  // The running call's agreement (StagedCodec::run's `agree`): carried by its first exchange,
+  // in the heads of its payloads where `headed` (the mover carriesInHeads()).
   bool agreePending = false;
+  bool headed = false;
   CallDesc pendingDesc{};
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
@@ -97,8 +102,11 @@ struct StagedCodec::Impl {
                        : kind == kRecv ? static_cast<size_t>(p + j)
                        : kind == kRed  ? 2 * static_cast<size_t>(p)
                                        : 2 * static_cast<size_t>(p) + 1 + static_cast<size_t>(j);
-    return staging + (base + idx) * slotBytes;
+    return staging + (base + idx) * slotStride() + kHead;
   }
+  // Slots 256-byte aligned whatever COCCL_CHUNK_BYTES is (payloads and heads 128-aligned).
+  size_t slotStride() const { return (slotBytes + 255) / 256 * 256 + kHead; }
+  static size_t stagingSlots(int nranks) { return kSets * (3 * static_cast<size_t>(nranks) + 1); }
   // Elements of one piece: the most whole codec blocks whose payload fits a slot (at least
   // one block). The same on every rank (a function of the codec, dt and the agreed slot size).
   size_t pieceElems(const Codec& c, cocclDataType_t dt) const {
@@ -126,11 +134,9 @@ struct StagedCodec::Impl {
   }
   // Gather stages over the mover's allGather: every rank's payload of piece k at
   // slot(k, kGath, 0) + j * stride, stride = the largest payload of the piece rounded up to
-  // 256 bytes (aligned payloads for the vector paths of the codec kernels), at most a slot.
-  size_t gatherStride(size_t largestPayload) const {
-    const size_t up = (largestPayload + 255) / 256 * 256;
-    return std::min(up, slotBytes);
-  }
+  // 256 bytes (aligned payloads for the vector paths of the codec kernels), at most a slot
+  // stride less its head (a payload is at most slotBytes).
+  static size_t gatherStride(size_t largestPayload) { return (largestPayload + 255) / 256 * 256; }
   // Device workspace of the codec's operations on one piece (plug-ins may ask for some; the
   // built-ins need none). Grows, never during a stream capture.
   void* workspace(const Codec& c, cocclDataType_t dt, size_t piece, cudaStream_t s) {
@@ -150,10 +156,25 @@ struct StagedCodec::Impl {
   }
   // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
   // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
-  // skipped (both ends skip the same ones: the sizes follow from the shared shards).
+  // skipped (both ends skip the same ones: the sizes follow from the shared shards). The
+  // call's first exchange carries its descriptor; where `headed`, in the kHead bytes in front
+  // of every transfer (none skipped then), from(j) being slots of one stride.
   template <class From, class SendBytes, class RecvBytes>
   void exchange(size_t k, From from, SendBytes sendBytes, Slot into, RecvBytes recvBytes) {
     group.clear();
+    if (agreePending && headed) {
+      const DescHeads h{from(0) - kHead, p > 1 ? static_cast<size_t>(from(1) - from(0)) : 0,
+                        slot(k, into, 0) - kHead, slotStride()};
+      for (int j = 0; j < p; ++j) {
+        if (j == me) continue;
+        COCCL_CHECK_INTERNAL(from(j) == h.send + kHead + static_cast<size_t>(j) * h.sendStride,
+                             "staged pipeline: the headed exchange's sends are not one stride");
+        group.push_back({from(j) - kHead, sendBytes(j) + kHead, j, true});
+        group.push_back({slot(k, into, j) - kHead, recvBytes(j) + kHead, j, false});
+      }
+      mover.exchange(group, takeAgree(), &h, side);
+      return;
+    }
     for (int j = 0; j < p; ++j) {
       if (j == me) continue;
       if (const size_t b = sendBytes(j)) group.push_back({from(j), b, j, true});
@@ -169,19 +190,34 @@ struct StagedCodec::Impl {
   }
   // The group on stream s; the call's first one carries its agreement.
   void move(const std::vector<ByteMover::Xfer>& g, cudaStream_t s) {
-    mover.exchange(g, takeAgree(), s);
+    mover.exchange(g, takeAgree(), nullptr, s);
   }
   // The gather of piece k (AllGather, one-shot AllReduce): every rank's payload of `bytes`
   // bytes on every rank. Rank j's payload lies at gathered(k, j): with the mover's allGather in
-  // the gath slots of set k % 2 read as one buffer, `stride` (gatherStride(bytes)) apart; else
-  // mine in send[me] and the peers' in recv[j].
+  // the gath slots of set k % 2 read as one buffer, `stride` (gatherStrideOf(k, bytes)) apart;
+  // else mine in send[me] and the peers' in recv[j]. Where it is the call's first exchange and
+  // `headed`, each payload has the call's descriptor in the kHead bytes before it, the stride
+  // kHead longer (the gath slots' heads make room: at most p slot strides from the first head).
   char* gathered(size_t k, int j, size_t stride) const {
     if (mover.hasAllGather()) return slot(k, kGath, 0) + static_cast<size_t>(j) * stride;
     return j == me ? slot(k, kSend, me) : slot(k, kRecv, j);
   }
+  bool headedGather(size_t k) const { return k == 0 && headed && mover.hasAllGather(); }
+  size_t gatherStrideOf(size_t k, size_t bytes) const {
+    return gatherStride(bytes) + (headedGather(k) ? kHead : 0);
+  }
   void gather(size_t k, size_t bytes, size_t stride) {
     if (mover.hasAllGather()) {
-      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, takeAgree(), side);
+      const CallDesc* agree = takeAgree();
+      if (headedGather(k)) {
+        COCCL_CHECK_INTERNAL(agree, "staged pipeline: a headed gather after the first exchange");
+        char* all = gathered(k, 0, stride) - kHead;
+        const DescHeads h{gathered(k, me, stride) - kHead, 0, all, stride};
+        mover.allGather(h.send, all, stride, agree, &h, side);
+        return;
+      }
+      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, agree, nullptr,
+                      side);
       return;
     }
     auto each = [&](int) { return bytes; };
