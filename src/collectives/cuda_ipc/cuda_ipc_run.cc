@@ -193,8 +193,7 @@ void CudaIpcExecutor::runP2P(const std::vector<CollRequest>& ops, CollStats& sta
   }
 }
 
-void IpcMover::exchange(const std::vector<Xfer>& group, const CallDesc* agree,
-                        const DescHeads* /*heads: never (no carriesInHeads)*/, cudaStream_t s) {
+void IpcMover::exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) {
   std::vector<dev::P2PMsg> msgs;
   msgs.reserve(group.size());
   for (const Xfer& x : group) msgs.push_back(dev::P2PMsg{x.buf, x.bytes, x.peer, x.send ? 1 : 0});

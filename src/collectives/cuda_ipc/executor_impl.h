@@ -78,8 +78,7 @@ struct CudaIpcExecutor::Impl {
 class IpcMover final : public ByteMover {
  public:
   explicit IpcMover(CudaIpcExecutor::Impl& m) : m_(m) {}
-  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, const DescHeads* heads,
-                cudaStream_t s) override;
+  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) override;
   bool agreesInExchange() const override { return true; }
   void abort() override;
 

@@ -33,38 +33,28 @@ class NcclMover final : public ByteMover {
   // exchange or gather carries (staged/call_check.h).
   NcclMover(NcclComm& c, int nranks, int rank, DeviceCallCheck* carried)
       : c_(c), p_(nranks), me_(rank), carried_(carried) {}
-  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, const DescHeads* heads,
-                cudaStream_t s) override {
-    grouped(agree, heads, s, [&] { post(group, s); });
+  void exchange(const std::vector<Xfer>& group, const CallDesc* agree, cudaStream_t s) override {
+    grouped(agree, s, [&] { post(group, s); });
   }
   bool agreesInExchange() const override { return carried_ != nullptr; }
+  // The staged pipeline's calls but the two-level ones carry their descriptors in heads: the
+  // same NCCL operations as unchecked (staged/call_check.h).
   bool carriesInHeads() const override { return carried_ != nullptr; }
+  void storeHeads(const CallDesc& d, const DescHeads& heads, cudaStream_t s) override {
+    COCCL_CHECK_INTERNAL(carried_, "NCCL mover: no call check to carry a descriptor");
+    headsDesc_ = d;
+    heads_ = carried_->carry(d, &heads, s);
+  }
+  void compareHeads(cudaStream_t s) override { carried_->compare(headsDesc_, heads_, s); }
   bool hasAllGather() const override { return true; }
-  // With `agree` and `heads`, the gather itself carries the descriptors: the same NCCL
-  // operations as unchecked. With `agree` alone, the descriptors go in the gather's group:
-  // with sends and receives in place of NCCL's all-gather up to kP2PGatherBytes a rank
-  // (latency-bound: NCCL's all-gather in a group with point-to-point operations cost as much
-  // as a round of its own, 2 processes on one H100, bf16 fp8_ash_ds one-shot AllReduce at 64
-  // KiB: 134 us against 97-111 unchecked; sends and receives 116-126 against 104-123); above
-  // it with NCCL's all-gather, which on a link-bound path moves more than point-to-point does
-  // (sends and receives at 4 MiB: 946-1071 us against 806-849 unchecked; the all-gather
-  // 743-789 against 725-772; perf/RESULTS.md).
-  static constexpr size_t kP2PGatherBytes = 256 << 10;
+  // With `agree` (the staged pipeline carries its calls' descriptors in heads instead, so
+  // none of its gathers passes one), the descriptors go first in the gather's group. (Sends
+  // and receives in place of the all-gather were the faster form for that up to 256 KiB a rank,
+  // perf/RESULTS.md 2026-12-07; the heads made both unnecessary.)
   void allGather(const void* send, void* recv, size_t bytes, const CallDesc* agree,
-                 const DescHeads* heads, cudaStream_t s) override {
+                 cudaStream_t s) override {
     if (!agree) return c_.allGather(send, recv, bytes, cocclUint8, s);
-    if (heads || bytes > kP2PGatherBytes)
-      return grouped(agree, heads, s, [&] { c_.allGather(send, recv, bytes, cocclUint8, s); });
-    char* mine = static_cast<char*>(recv) + static_cast<size_t>(me_) * bytes;
-    if (mine != send)
-      COCCL_CUDA_CHECK(cudaMemcpyAsync(mine, send, bytes, cudaMemcpyDeviceToDevice, s));
-    grouped(agree, nullptr, s, [&] {
-      for (int q = 0; q < p_; ++q) {
-        if (q == me_) continue;
-        c_.send(send, bytes, q, s);
-        c_.recv(static_cast<char*>(recv) + static_cast<size_t>(q) * bytes, bytes, q, s);
-      }
-    });
+    grouped(agree, s, [&] { c_.allGather(send, recv, bytes, cocclUint8, s); });
   }
   void abort() override { c_.abort(); }
 
@@ -77,16 +67,15 @@ class NcclMover final : public ByteMover {
         c_.recv(x.buf, x.bytes, x.peer, s);
     }
   }
-  // One NCCL group of what `body` posts; where `agree` is set, the descriptors stored before
-  // it (in `heads` where given, carried by body's own transfers) or else posted first in the
-  // group (so that NCCL matches them first), and compared after the group.
+  // One NCCL group of what `body` posts, after the descriptors where `agree` is set (so that
+  // NCCL matches them first), compared after the group.
   template <class Body>
-  void grouped(const CallDesc* agree, const DescHeads* heads, cudaStream_t s, const Body& body) {
+  void grouped(const CallDesc* agree, cudaStream_t s, const Body& body) {
     COCCL_CHECK_INTERNAL(!agree || carried_, "NCCL mover: no call check to carry a descriptor");
     DeviceCallCheck::Carried carried;
-    if (agree) carried = carried_->carry(*agree, heads, s);
+    if (agree) carried = carried_->carry(*agree, nullptr, s);
     c_.group([&] {
-      for (int q = 0; agree && !heads && q < p_; ++q) {
+      for (int q = 0; agree && q < p_; ++q) {
         if (q == me_) continue;
         c_.send(carried.mine(), sizeof(CallDesc), q, s);
         c_.recv(carried.from(q), sizeof(CallDesc), q, s);
@@ -99,6 +88,8 @@ class NcclMover final : public ByteMover {
   NcclComm& c_;
   int p_, me_;
   DeviceCallCheck* carried_;
+  CallDesc headsDesc_{};  // the call whose heads storeHeads stored (one at a time)
+  DeviceCallCheck::Carried heads_;
 };
 
 }  // namespace

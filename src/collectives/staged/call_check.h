@@ -8,18 +8,21 @@
 // difference and prints the same message (callDescMismatch). The call's kernels are not held
 // back: NCCL's may write recvbuff. Two ways to move them (COCCL_NCCL_CALL_CHECK):
 //   1 (the default): the compressed calls, the descriptors carried by the call's first
-//     exchange (carry / compare below): in 128-byte heads in front of its payloads (DescHeads),
-//     so that no NCCL operation is added (the two-level calls: 128 bytes to and from every peer
-//     added to the pipeline's first NCCL group), compared after it (the staged pipeline over
-//     CUDA IPC compares inside its first exchange's P2P kernel likewise: StagedCodec::run's
-//     `agree`). A disagreement that leaves the payload sizes alike (the op, a dtype of the same
-//     size, counts that round to the same blocks, the codec's parameters) is reported; one that
-//     changes them (counts a block apart or more, a codec with another payload) may hang the
-//     group inside NCCL before the comparison runs, as NCCL's own calls hang: 2 reports those.
-//     Cost with the descriptors as operations of their own (one H100, bf16 fp8_ash_ds
-//     AllReduce, processes with MPS, perf/RESULTS.md 2026-12-07): within the spread from 1 MiB;
-//     +6% (2 ranks) and +19-21% (3) at 64-256 KiB, a second operation to each peer; hence the
-//     heads.
+//     exchange (carry / compare below): in 128-byte heads in front of its payloads (DescHeads;
+//     ByteMover::carriesInHeads), so that no NCCL operation is added, stored on the pipeline's
+//     internal stream while the first piece is encoded and compared beside the next stage
+//     (the two-level calls: 128 bytes to and from every peer added to the pipeline's first
+//     NCCL group, compared after it); the staged pipeline over CUDA IPC compares inside its
+//     first exchange's P2P kernel likewise (StagedCodec::run's `agree`). A disagreement that leaves
+//     the payload sizes alike (the op, a dtype of the same size, counts that round to the same
+//     blocks, the codec's parameters) is reported; one that changes them (counts a block apart or
+//     more, a codec with another payload) may hang the group inside NCCL before the comparison
+//     runs, as NCCL's own calls hang: 2 reports those. Cost (one H100, bf16 fp8_ash_ds AllReduce
+//     over NCCL's socket transport, processes with MPS, medians of 4 rounds, perf/RESULTS.md
+//     2026-12-07 "in heads"): 0.98-1.02x the time without the check at 64 KiB-1 MiB on 2 and 3
+//     ranks, within the spread above. The descriptors as operations of their own cost +12-19% (2
+//     ranks) and +4-25% (3) at 64 KiB-1 MiB, and the heads with the store and compare kernels on
+//     the exchange's path +10% (2 ranks) and +3-4% (3) at 64-256 KiB.
 //   2: every call, the exact ones too (NCCL's own collectives, which NCCL does not check
 //     either), each checked before the call by a round of its own (check below: NCCL's
 //     ncclAllGather of the descriptors), so that also the calls that then hang are reported

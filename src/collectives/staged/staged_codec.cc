@@ -5,7 +5,8 @@
 // and receives). A message is processed in pieces k = 0..K-1 (piece k of every shard), all of
 // one size but the last (Impl::evenPiece). Staging holds two sets of slots (set k % 2); per
 // set: send[p], recv[p], red, gath[p], each slotBytes long (the executor's choice: CUDA IPC
-// COCCL_CHUNK_BYTES, NCCL 4 x that up to 8 ranks).
+// COCCL_CHUNK_BYTES, NCCL 4 x that up to 8 ranks), 256-byte aligned, with a head of 128 bytes
+// in front of each: where the mover carries a call's descriptor (Impl::storeHeads).
 //
 // Two-shot AllReduce, five stages: enc(k) S -> x1(k) C -> red(k) S -> x2(k) C -> dec(k) S,
 // issued as
@@ -56,7 +57,8 @@ StagedCodec::StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& move
   COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
   for (auto& row : m.ev)
     for (cudaEvent_t& e : row) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&m.tail, cudaEventDisableTiming));
+  for (cudaEvent_t* e : {&m.tail, &m.startEv, &m.joinEv})
+    COCCL_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
 }
 
 StagedCodec::~StagedCodec() = default;
@@ -112,13 +114,14 @@ void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {
   if (agree) {  // carried by the call's first exchange (Impl::move); never left for a later call
     COCCL_CHECK_INTERNAL(m.mover.agreesInExchange(),
                          "staged codec pipeline: this transport cannot compare call descriptors");
-    m.agreePending = true;
-    m.headed = m.mover.carriesInHeads();
     m.pendingDesc = makeCallDesc(r);
+    // in heads where the mover can; the two-level calls in their own groups (staged_hier.cc)
+    m.headed = m.mover.carriesInHeads() && !(r.interCodec && twoLevel(r, m.ranksPerNode, m.p));
+    m.agreePending = !m.headed;
   }
   struct Clear {
     Impl& m;
-    ~Clear() { m.agreePending = m.headed = false; }
+    ~Clear() { m.agreePending = m.headed = m.headsDue = m.compareDue = m.joinDue = false; }
   } clear{m};
   if (r.interCodec) {
     if (twoLevel(r, m.ranksPerNode, m.p)) return m.hierReduce(r, stats);
@@ -181,6 +184,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
   }
   cudaStream_t s = m.user(stream);
   void* ws = m.workspace(*codec, dt, piece, s);
+  const DescHeads heads = m.exchangeHeads(kRecv);
   m.pipeline(s, [&] {
     m.run5(
         K, s,
@@ -206,7 +210,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
           if (ag) {
-            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.takeAgree(), nullptr, m.side);
+            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.takeAgree(), m.side);
             return;
           }
           m.exchange(
@@ -218,7 +222,8 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
           for (int j = 0; j < p; ++j)
             if (j != me && n(j, k))
               codec->deviceDecode(gath(k, j), n(j, k), dt, at(out, j, k), ws, s);
-        });
+        },
+        m.headed ? &heads : nullptr);
   });
 }
 
@@ -246,6 +251,7 @@ void StagedCodec::Impl::oneShotAllReduce(const CollRequest& r, CollStats& stats)
   const float scale = r.op == cocclAvg ? 1.0f / static_cast<float>(p) : 1.0f;
   cudaStream_t s = m.user(r.stream);
   void* ws = m.workspace(*codec, dt, piece, s);
+  const DescHeads heads = m.gatherHeads(stride(0));
   m.pipeline(s, [&] {
     m.run3(
         K, s,
@@ -260,7 +266,8 @@ void StagedCodec::Impl::oneShotAllReduce(const CollRequest& r, CollStats& stats)
           codec->deviceDecodeAccumulate(m.ins.data(), p, n(k), dt, m.acc, ws, s);
           launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(r.out) + k * piece * es,
                              r.stream);
-        });
+        },
+        m.headed ? &heads : nullptr);
   });
 }
 

@@ -41,29 +41,35 @@ class ByteMover {
   // only where agreesInExchange()): the call's descriptor, compared with every rank's, every
   // rank taking part whatever the group, before any byte of the group leaves the transport's
   // staging; a difference is the transport's asynchronous error (cocclInvalidUsage on every
-  // rank) and every later exchange moves nothing. `heads` (only with `agree`, only where
-  // carriesInHeads(); null: none): the group's own transfers carry the descriptors in front of
-  // their payloads (call_desc.h DescHeads: every peer has such a send and such a receive in
-  // the group, its buffer and bytes including the head).
+  // rank) and every later exchange moves nothing.
   virtual void exchange(const std::vector<Xfer>& group, const CallDesc* agree,
-                        const DescHeads* heads, cudaStream_t stream) = 0;
+                        cudaStream_t stream) = 0;
   // Whether exchange() and allGather() compare a call descriptor (the CUDA IPC P2P kernel:
-  // agreePost / agreeCheck; the NCCL mover: in the heads of the payloads, else 128 bytes more
-  // to and from every peer in the group, staged/call_check.h).
+  // agreePost / agreeCheck; the NCCL mover: 128 bytes more to and from every peer in the
+  // group, staged/call_check.h).
   virtual bool agreesInExchange() const { return false; }
-  // Whether the descriptors may travel in heads of the payload transfers (`heads` above): one
-  // operation per peer instead of two, which costs per operation on NCCL's socket transport.
+  // Whether the call's descriptor may instead travel in 128-byte heads in front of the
+  // payloads of its first exchange (call_desc.h DescHeads: every peer has a send and a receive
+  // in that group whose buffer and bytes include the head): one operation per peer instead of
+  // two, which costs per operation on NCCL's socket transport. The pipeline then calls
+  // storeHeads on a stream ordered before that group, posts the group without `agree`, and
+  // calls compareHeads on the group's stream after it; a difference is reported as for
+  // `agree`. One call's heads at a time.
   virtual bool carriesInHeads() const { return false; }
+  virtual void storeHeads(const CallDesc& d, const DescHeads& heads, cudaStream_t stream) {
+    (void)d, (void)heads, (void)stream;
+  }
+  virtual void compareHeads(cudaStream_t stream) { (void)stream; }
   // Whether allGather below exists: a transport whose collective all-gather is faster than its
   // point-to-point (NCCL's ring on a link-bound path runs at ~1.6x its send/recv; device-
   // performance notes) moves the gather stages with it.
   virtual bool hasAllGather() const { return false; }
   // Every rank's `bytes` bytes at send into recv + rank * bytes on every rank (recv holds
   // nranks * bytes; send may be recv + rank * bytes, in place). Enqueued on `stream`. `agree`
-  // and `heads` as for exchange() (heads: each rank's first 128 bytes, {send, 0, recv, bytes}).
+  // as for exchange() (heads: each rank's first 128 bytes, {send, 0, recv, bytes}).
   virtual void allGather(const void* send, void* recv, size_t bytes, const CallDesc* agree,
-                         const DescHeads* heads, cudaStream_t stream) {
-    (void)send, (void)recv, (void)bytes, (void)agree, (void)heads, (void)stream;
+                         cudaStream_t stream) {
+    (void)send, (void)recv, (void)bytes, (void)agree, (void)stream;
   }
   // Called when a pipeline fails half-way: peers must get an error instead of waiting forever.
   virtual void abort() = 0;
@@ -86,7 +92,8 @@ StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
 
 class StagedCodec {
  public:
-  // Allocates the staging (2 sets of 3p+1 slots of slotBytes, an fp32 accumulator of
+  // Allocates the staging (2 sets of 3p+1 slots of slotBytes, each 256-byte aligned with 128
+  // bytes in front of it for the call descriptors' heads; an fp32 accumulator of
   // slotBytes elements), the internal stream and events on the current device. Throws Error.
   // `algoSuffix` names the transport in CollStats::algorithm ("nccl": "two-shot/nccl").
   StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& mover, const char* algoSuffix,

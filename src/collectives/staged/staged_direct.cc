@@ -37,6 +37,7 @@ void StagedCodec::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
   const CodecDesc raw{};  // the None codec: decodeAccumulate of raw elements of dt
   cudaStream_t s = d.s;
   void* ws = d.ws;
+  const DescHeads heads = m.exchangeHeads(kRecv);
   m.pipeline(s, [&] {
     m.run3(
         d.K, s,
@@ -59,7 +60,8 @@ void StagedCodec::Impl::reduceScatter(const CollRequest& r, CollStats& stats) {
             codec->deviceDecodeAccumulate(ins.data() + me + 1, p - me - 1, n(k), dt, m.acc, ws, s);
           launchFinishReduce(m.acc, n(k), scale, dt, static_cast<char*>(out) + k * piece * es,
                              r.stream);
-        });
+        },
+        m.headed ? &heads : nullptr);
   });
 }
 
@@ -82,6 +84,7 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
   }
   cudaStream_t s = d.s;
   void* ws = d.ws;
+  const DescHeads heads = m.gatherHeads(stride(0));
   m.pipeline(s, [&] {
     m.run3(
         d.K, s,
@@ -96,7 +99,8 @@ void StagedCodec::Impl::allGather(const CollRequest& r, CollStats& stats) {
                 m.gathered(k, j, stride(k)), n(k), dt,
                 static_cast<char*>(out) + (static_cast<size_t>(j) * sendcount + k * piece) * es,
                 ws, s);
-        });
+        },
+        m.headed ? &heads : nullptr);
   });
 }
 

@@ -44,10 +44,17 @@ struct StagedCodec::Impl {
   // whatever stream, starts after it (the staging is the communicator's, not the stream's).
   cudaEvent_t tail = nullptr;
   bool tailSet = false;
-  // The running call's agreement (StagedCodec::run's `agree`): carried by its first exchange,
-  // in the heads of its payloads where `headed` (the mover carriesInHeads()).
+  // The running call's agreement (StagedCodec::run's `agree`), carried by its first exchange:
+  // as the exchange's `agree` (agreePending), or in heads in front of its payloads (`headed`:
+  // the mover carriesInHeads(), the call not two-level): stored by run3 / run5 on the internal
+  // stream before the first piece is encoded (headsDue until that exchange is posted), compared
+  // after it once the next stage's event is recorded (compareDue), off the pipeline's path, and
+  // joined to the caller's stream (joinDue) before set 0 is rewritten (a headed gather's heads
+  // lie where later pieces' payloads go) or else at the end of the call.
   bool agreePending = false;
-  bool headed = false;
+  bool headed = false, headsDue = false, compareDue = false, joinDue = false;
+  DescHeads storedHeads;
+  cudaEvent_t startEv = nullptr, joinEv = nullptr;
   CallDesc pendingDesc{};
   std::vector<const void*> ins;  // the p payload pointers of one reduction step (host side)
   std::vector<ByteMover::Xfer> group;  // one exchange (host side)
@@ -68,7 +75,8 @@ struct StagedCodec::Impl {
     for (auto& row : ev)
       for (cudaEvent_t& e : row)
         if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
-    if (tail) COCCL_CUDA_WARN(cudaEventDestroy(tail));
+    for (cudaEvent_t e : {tail, startEv, joinEv})
+      if (e) COCCL_CUDA_WARN(cudaEventDestroy(e));
     if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
     if (staging) COCCL_CUDA_WARN(cudaFree(staging));
     if (acc) COCCL_CUDA_WARN(cudaFree(acc));
@@ -157,22 +165,24 @@ struct StagedCodec::Impl {
   // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
   // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
   // skipped (both ends skip the same ones: the sizes follow from the shared shards). The
-  // call's first exchange carries its descriptor; where `headed`, in the kHead bytes in front
-  // of every transfer (none skipped then), from(j) being slots of one stride.
+  // call's first exchange carries its descriptor: where headsDue, in the kHead bytes in front
+  // of every transfer (none skipped then) at the stored heads.
   template <class From, class SendBytes, class RecvBytes>
   void exchange(size_t k, From from, SendBytes sendBytes, Slot into, RecvBytes recvBytes) {
     group.clear();
-    if (agreePending && headed) {
-      const DescHeads h{from(0) - kHead, p > 1 ? static_cast<size_t>(from(1) - from(0)) : 0,
-                        slot(k, into, 0) - kHead, slotStride()};
+    if (headsDue) {
+      const DescHeads& h = storedHeads;
       for (int j = 0; j < p; ++j) {
         if (j == me) continue;
-        COCCL_CHECK_INTERNAL(from(j) == h.send + kHead + static_cast<size_t>(j) * h.sendStride,
-                             "staged pipeline: the headed exchange's sends are not one stride");
+        const size_t uj = static_cast<size_t>(j);
+        COCCL_CHECK_INTERNAL(from(j) == h.send + kHead + uj * h.sendStride &&
+                                 slot(k, into, j) == h.recv + kHead + uj * h.recvStride,
+                             "staged pipeline: an exchange's payloads are not behind its heads");
         group.push_back({from(j) - kHead, sendBytes(j) + kHead, j, true});
         group.push_back({slot(k, into, j) - kHead, recvBytes(j) + kHead, j, false});
       }
-      mover.exchange(group, takeAgree(), &h, side);
+      headsPosted();
+      mover.exchange(group, nullptr, side);
       return;
     }
     for (int j = 0; j < p; ++j) {
@@ -190,7 +200,45 @@ struct StagedCodec::Impl {
   }
   // The group on stream s; the call's first one carries its agreement.
   void move(const std::vector<ByteMover::Xfer>& g, cudaStream_t s) {
-    mover.exchange(g, takeAgree(), nullptr, s);
+    mover.exchange(g, takeAgree(), s);
+  }
+  // The heads of piece 0's exchange into slots `into` (from send[j]); of its gather with
+  // stride `stride` (gatherStrideOf(0, ...)).
+  DescHeads exchangeHeads(Slot into) const {
+    return {slot(0, kSend, 0) - kHead, slotStride(), slot(0, into, 0) - kHead, slotStride()};
+  }
+  DescHeads gatherHeads(size_t stride) const {
+    if (!mover.hasAllGather())  // gather() below: an exchange from send[me] into recv[j]
+      return {slot(0, kSend, me) - kHead, 0, slot(0, kRecv, 0) - kHead, slotStride()};
+    char* all = gathered(0, 0, stride) - kHead;
+    return {all + static_cast<size_t>(me) * stride, 0, all, stride};
+  }
+  // run3 / run5: the heads stored on the internal stream, after what s holds so far (the
+  // previous call's readers of the staging; in a capture, the fork into the internal stream).
+  void storeHeads(cudaStream_t s, const DescHeads* h) {
+    if (!h) return;
+    COCCL_CUDA_CHECK(cudaEventRecord(startEv, s));
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(side, startEv, 0));
+    storedHeads = *h;
+    mover.storeHeads(pendingDesc, *h, side);
+    headsDue = true;
+  }
+  void headsPosted() {
+    headsDue = false;
+    compareDue = true;
+  }
+  // After the first exchange and the event the next stage waits for: the comparison.
+  void compareHeads() {
+    if (!compareDue) return;
+    compareDue = false;
+    mover.compareHeads(side);
+    COCCL_CUDA_CHECK(cudaEventRecord(joinEv, side));
+    joinDue = true;
+  }
+  void joinHeads(cudaStream_t s) {
+    if (!joinDue) return;
+    joinDue = false;
+    COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, joinEv, 0));
   }
   // The gather of piece k (AllGather, one-shot AllReduce): every rank's payload of `bytes`
   // bytes on every rank. Rank j's payload lies at gathered(k, j): with the mover's allGather in
@@ -208,16 +256,16 @@ struct StagedCodec::Impl {
   }
   void gather(size_t k, size_t bytes, size_t stride) {
     if (mover.hasAllGather()) {
-      const CallDesc* agree = takeAgree();
-      if (headedGather(k)) {
-        COCCL_CHECK_INTERNAL(agree, "staged pipeline: a headed gather after the first exchange");
+      if (headsDue) {
         char* all = gathered(k, 0, stride) - kHead;
-        const DescHeads h{gathered(k, me, stride) - kHead, 0, all, stride};
-        mover.allGather(h.send, all, stride, agree, &h, side);
+        COCCL_CHECK_INTERNAL(
+            headedGather(k) && storedHeads.recv == all && storedHeads.recvStride == stride,
+            "staged pipeline: a gather's payloads are not behind its heads");
+        headsPosted();
+        mover.allGather(all + static_cast<size_t>(me) * stride, all, stride, nullptr, side);
         return;
       }
-      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, agree, nullptr,
-                      side);
+      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, takeAgree(), side);
       return;
     }
     auto each = [&](int) { return bytes; };
@@ -252,14 +300,19 @@ struct StagedCodec::Impl {
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
   }
 
-  // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file).
+  // Three stages: a(k) on S, x(k) on C, b(k) on S (see the top of this file). `heads`: where
+  // x(0) carries the call's descriptor (null: nowhere).
   void run3(size_t K, cudaStream_t s, const std::function<void(size_t)>& a,
-            const std::function<void(size_t)>& x, const std::function<void(size_t)>& b) {
+            const std::function<void(size_t)>& x, const std::function<void(size_t)>& b,
+            const DescHeads* heads) {
+    storeHeads(s, heads);
     auto first = [&](size_t k) {
+      if (k == kSets) joinHeads(s);  // set 0 rewritten: a gather's heads lie in its payloads
       a(k);
       link(s, side, 0, k);
       x(k);
       COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));  // S waits for it before b(k)
+      compareHeads();
     };
     first(0);
     for (size_t k = 0; k < K; ++k) {
@@ -267,17 +320,22 @@ struct StagedCodec::Impl {
       COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[1][k % kSets], 0));
       b(k);
     }
+    joinHeads(s);
   }
 
-  // Five stages of the two-shot AllReduce.
+  // Five stages of the two-shot AllReduce; `heads` as for run3 (x1(0)'s).
   void run5(size_t K, cudaStream_t s, const std::function<void(size_t)>& enc,
             const std::function<void(size_t)>& x1, const std::function<void(size_t)>& red,
-            const std::function<void(size_t)>& x2, const std::function<void(size_t)>& dec) {
+            const std::function<void(size_t)>& x2, const std::function<void(size_t)>& dec,
+            const DescHeads* heads) {
+    storeHeads(s, heads);
     auto first = [&](size_t k) {
+      if (k == kSets) joinHeads(s);  // (as in run3)
       enc(k);
       link(s, side, 0, k);
       x1(k);
       COCCL_CUDA_CHECK(cudaEventRecord(ev[1][k % kSets], side));
+      compareHeads();
     };
     first(0);
     for (size_t k = 0; k < K; ++k) {
@@ -294,6 +352,7 @@ struct StagedCodec::Impl {
     }
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, ev[3][(K - 1) % kSets], 0));
     dec(K - 1);
+    joinHeads(s);
   }
 };
 
