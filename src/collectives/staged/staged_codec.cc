@@ -5,7 +5,7 @@
 // and receives). A message is processed in pieces k = 0..K-1 (piece k of every shard), all of
 // one size but the last (Impl::evenPiece). Staging holds two sets of slots (set k % 2); per
 // set: send[p], recv[p], red, gath[p], each slotBytes long (the executor's choice: CUDA IPC
-// COCCL_CHUNK_BYTES, NCCL 4 x that up to 8 ranks), 256-byte aligned, with a head of 128 bytes
+// COCCL_CHUNK_BYTES, NCCL 4 x that up to 8 ranks), 128-byte aligned, with a head of 128 bytes
 // in front of each: where the mover carries a call's descriptor (Impl::storeHeads).
 //
 // Two-shot AllReduce, five stages: enc(k) S -> x1(k) C -> red(k) S -> x2(k) C -> dec(k) S,
@@ -21,7 +21,7 @@
 // The last stage of a call is on S and waits for C's last transfer, so a call ends joined.
 // A mover with an allGather (NCCL) runs the gather stages (AllReduce's x2, AllGather's x) as one
 // allGather of piece k, in place in the gath slots of set k % 2 read as one buffer: payload j
-// at slot(k, kGath, 0) + j * stride(k) (gatherStride); the owner step writes its result there.
+// at slot(k, kGath, 0) + j * stride(k) (gatherStrideOf); the owner step writes its result there.
 // The same slot-reuse argument holds: the gath slots of a set are written by red(k) / a(k) on S
 // after S issued dec(k-2) / b(k-2), their last reader.
 // One-shot AllReduce (StagedAllReduce) has the three stages of AllGather, with a reduction of
@@ -106,7 +106,11 @@ bool StagedCodec::supports(const CollRequest& r) const {
   }
   const bool reduces = r.coll == Coll::AllReduce || r.coll == Coll::ReduceScatter;
   if (!reduces && r.coll != Coll::AllGather) return false;
-  return r.codec->blockElems() <= m.slotBytes && !(reduces && m.p > kernels::kMaxReduceInputs);
+  // a piece is at least one block, whose payload must fit a slot (and a gather's p strides the
+  // gath slots)
+  return r.codec->blockElems() <= m.slotBytes &&
+         r.codec->encodedBytes(r.codec->blockElems(), r.dt) <= m.slotBytes &&
+         !(reduces && m.p > kernels::kMaxReduceInputs);
 }
 
 void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {

@@ -92,7 +92,7 @@ StagedAllReduce stagedAllReduceAlgo(const std::string& cocclAlgo);
 
 class StagedCodec {
  public:
-  // Allocates the staging (2 sets of 3p+1 slots of slotBytes, each 256-byte aligned with 128
+  // Allocates the staging (2 sets of 3p+1 slots of slotBytes, each 128-byte aligned with 128
   // bytes in front of it for the call descriptors' heads; an fp32 accumulator of
   // slotBytes elements), the internal stream and events on the current device. Throws Error.
   // `algoSuffix` names the transport in CollStats::algorithm ("nccl": "two-shot/nccl").

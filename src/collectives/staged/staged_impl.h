@@ -48,7 +48,8 @@ struct StagedCodec::Impl {
   // as the exchange's `agree` (agreePending), or in heads in front of its payloads (`headed`:
   // the mover carriesInHeads(), the call not two-level): stored by run3 / run5 on the internal
   // stream before the first piece is encoded (headsDue until that exchange is posted), compared
-  // after it once the next stage's event is recorded (compareDue), off the pipeline's path, and
+  // after it once the next stage's event is recorded (compareDue: beside that stage, before the
+  // next piece's exchange on the internal stream, a one-block kernel), and
   // joined to the caller's stream (joinDue) before set 0 is rewritten (a headed gather's heads
   // lie where later pieces' payloads go) or else at the end of the call.
   bool agreePending = false;
@@ -112,7 +113,8 @@ struct StagedCodec::Impl {
                                        : 2 * static_cast<size_t>(p) + 1 + static_cast<size_t>(j);
     return staging + (base + idx) * slotStride() + kHead;
   }
-  // Slots 256-byte aligned whatever COCCL_CHUNK_BYTES is (payloads and heads 128-aligned).
+  // Slots and heads 128-byte aligned whatever COCCL_CHUNK_BYTES is (slotBytes rounded up to
+  // 256, plus the head).
   size_t slotStride() const { return (slotBytes + 255) / 256 * 256 + kHead; }
   static size_t stagingSlots(int nranks) { return kSets * (3 * static_cast<size_t>(nranks) + 1); }
   // Elements of one piece: the most whole codec blocks whose payload fits a slot (at least
