@@ -5,7 +5,8 @@
 #   OUT=$OUT bash tests/gpu/run.sh                 # build, tests, sanitizers, perf (< 9 min)
 #   STEPS="build test" bash tests/gpu/run.sh       # a subset, e.g. to split over two calls
 #
-# Steps (STEPS, default "build test sanitize perf"; perf_nccl and perf_hier on request):
+# Steps (STEPS, default "build test sanitize perf"; perf_nccl, perf_hier, perf_check ... on
+# request):
 #   build     configure with CUDA (extra cmake arguments from $CMAKE_ARGS) and build
 #   test      ctest -L gpu: tests/gpu (device collectives) and tests/gpu/codec (codec kernels)
 #             (with 2+ GPUs also DeviceMultiGpu: each rank on its own GPU; skipped on one)
@@ -30,6 +31,10 @@
 #             every collective and the weight-difference all_gather (--delta: a policy rule's
 #             "delta": true; first call exact, then within 2% of each step's change, in place,
 #             ranks bitwise alike)
+#   perf_check what the default per-call agreement over the NCCL transport costs
+#             (perf/scripts/call_check_cost.sh: COCCL_NCCL_CALL_CHECK=0 vs 1, 2 and 3 processes,
+#             all_reduce, reduce_scatter, all_gather, bf16 fp8_ash_ds, 64 KiB .. 16 MiB, 3
+#             rounds): the median time per call and its ratio, in call_check_cost.txt
 #   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
 #             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
 #             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
@@ -150,7 +155,9 @@ launch() {
   return $rc
 }
 
-if [ "${USE_MPS:-0}" = 1 ] && { has perf || has perf_nccl || has perf_hier || has perf_pp || has plugin; } && command -v nvidia-cuda-mps-control >/dev/null; then
+if [ "${USE_MPS:-0}" = 1 ] &&
+  { has perf || has perf_nccl || has perf_hier || has perf_pp || has perf_check || has plugin; } &&
+  command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/coccl-mps-pipe-$$ CUDA_MPS_LOG_DIRECTORY=/tmp/coccl-mps-log-$$
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
@@ -252,6 +259,22 @@ if has perf_nccl; then
     unset PERF_LOG
     grep -E "^###|^ +[0-9]+ +[0-9]+ +(bfloat16|float)" "$OUT/perf_nccl.log" \
       | awk '/^###/ {print; next} {print "   ", $1, $6, $7, $8, $10, $11, $12}' >> "$SUMMARY"
+  fi
+fi
+
+# ---- the per-call agreement's cost over the NCCL transport -----------------------------------
+if has perf_check; then
+  if [ -z "$PERF" ]; then
+    log "perf_check: no coccl_perf under $BDIR"
+    status=1
+  else
+    COLLS="all_reduce reduce_scatter all_gather" ROUNDS=${CHECK_ROUNDS:-3} \
+      bash perf/scripts/call_check_cost.sh "$PERF" "$OUT/call_check_cost.txt" \
+      > "$OUT/call_check_cost_summary.txt" 2>&1
+    rc=$?
+    log "perf_check exit $rc"
+    [ $rc -ne 0 ] && status=1
+    grep -E " 1 [0-9]+ " "$OUT/call_check_cost_summary.txt" | sed 's/^/    /' >> "$SUMMARY"
   fi
 fi
 
