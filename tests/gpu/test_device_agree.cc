@@ -17,39 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "agree_util.h"
 #include "compressed_util.h"
 #include "device_cases.h"
 #include "gpu_util.h"
 
 namespace coccl::test {
 namespace {
-
-enum class SideColl { AllReduce, ReduceScatter, AllGather };
-
-struct Side {
-  SideColl coll = SideColl::AllReduce;  // count: per rank (ReduceScatter's recvcount)
-  size_t count = 65536;
-  cocclDataType_t dt = cocclFloat32;
-  cocclRedOp_t op = cocclSum;
-  int root = 0;
-  bool broadcast = false;
-  const char* codec = nullptr;  // per-call codec
-};
-
-struct Case {
-  const char* name;
-  Side common, odd;  // rank 2 runs `odd`, the others `common`
-  const char* says;
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.name;
-}
-
-Side with(Side s, void (*f)(Side&)) {
-  f(s);
-  return s;
-}
 
 const Case kCases[] = {
     {"count_exact", {}, with({}, [](Side& s) { s.count = 65535; }), "count differs"},
@@ -115,67 +89,6 @@ const Case kCollCases[] = {
      collOf(SideColl::AllGather, 409598, cocclBfloat16, cocclSum), "count differs"},
 };
 
-// Rank r's side of case k: its buffers (recvbuff filled with 0xCD), its stream, its call.
-struct SideCall {
-  Side s;
-  size_t nranks;
-  size_t bytes;  // of recvbuff
-  DevBuf in, out;
-  cudaStream_t st = nullptr;
-  cocclCodec_t codec = nullptr;
-
-  SideCall(const Case& k, int rank, int oddRank = 2, int worldSize = 3)
-      : s(rank == oddRank ? k.odd : k.common),
-        nranks(static_cast<size_t>(worldSize)),
-        bytes(s.count * (s.dt == cocclFloat32 ? 4 : 2) *
-              (s.coll == SideColl::AllGather ? nranks : 1)),
-        in(s.count * (s.dt == cocclFloat32 ? 4 : 2) *
-               (s.coll == SideColl::ReduceScatter ? nranks : 1),
-           0x11),
-        out(bytes, 0xCD) {
-    EXPECT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
-    if (s.codec) {
-      EXPECT_EQ(cocclCodecCreate(s.codec, &codec), cocclSuccess);
-    }
-  }
-  ~SideCall() {
-    if (codec) cocclCodecDestroy(codec);
-    if (st) cudaStreamDestroy(st);
-  }
-  // Enqueues the call on st; returns its result.
-  cocclResult_t enqueue(cocclComm_t comm) {
-    if (s.broadcast) return cocclBroadcast(in.data(), out.data(), s.count, s.dt, s.root, comm, st);
-    switch (s.coll) {
-      case SideColl::ReduceScatter:
-        return cocclReduceScatterCodec(in.data(), out.data(), s.count, s.dt, s.op, codec, comm, st);
-      case SideColl::AllGather:
-        return cocclAllGatherCodec(in.data(), out.data(), s.count, s.dt, codec, comm, st);
-      default:
-        return cocclAllReduceCodec(in.data(), out.data(), s.count, s.dt, s.op, codec, comm, st);
-    }
-  }
-};
-
-// The communicator's asynchronous error once it is set, or after 15 s (cocclSuccess then).
-cocclResult_t waitAsyncError(cocclComm_t comm) {
-  cocclResult_t async = cocclSuccess;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
-    if (cocclCommGetAsyncError(comm, &async) != cocclSuccess) return cocclInternalError;
-    if (async != cocclSuccess && async != cocclInProgress) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return async;
-}
-
-// Waits for `streams`; expects no asynchronous error on r's communicator (no false alarm).
-void syncedWithoutAsyncError(Rank& r, std::initializer_list<cudaStream_t> streams) {
-  for (cudaStream_t st : streams) CUDA_OK(cudaStreamSynchronize(st));
-  cocclResult_t async = cocclSuccess;
-  ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-  EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
-}
-
 class DeviceAgreement : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
@@ -208,35 +121,6 @@ TEST_P(DeviceAgreement, CudaIpcEveryRankFails) {
         const std::string msg = cocclGetLastError(r.comm);
         EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
         EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
-      },
-      o);
-}
-
-// Ranks whose calls differ, where the check runs before the call or in its first exchange and
-// does not hold it back (NCCL's call check, the staged pipeline's): every rank gets `cocclInvalidUsage` and the next
-// call names the field and the path (`says`); the call itself may hang (different counts), so
-// the test waits for the error, not for the stream, then aborts, which releases it.
-// `nranks` ranks, the last one running k.odd.
-void everyRankFailsBeforeTheCall(const Case& k, GpuRunOptions o, const char* path, int nranks = 3) {
-  o.config.timeoutMs = 20000;
-  o.destroyComm = false;
-  runGpuRanks(
-      nranks,
-      [&k, path, nranks](Rank& r) {
-        SideCall c(k, r.rank, nranks - 1, nranks);
-        EXPECT_EQ(c.enqueue(r.comm), cocclSuccess) << cocclGetLastError(r.comm);  // enqueued
-        const cocclResult_t async = waitAsyncError(r.comm);
-        EXPECT_EQ(async, cocclInvalidUsage) << "rank " << r.rank;
-        EXPECT_EQ(
-            cocclAllReduce(c.in.data(), c.out.data(), 16, cocclFloat32, cocclSum, r.comm, c.st),
-            cocclInvalidUsage);
-        const std::string msg = cocclGetLastError(r.comm);
-        EXPECT_NE(msg.find(k.says), std::string::npos) << "rank " << r.rank << ": " << msg;
-        EXPECT_NE(msg.find(path), std::string::npos) << msg;
-        EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
-        (void)cudaStreamSynchronize(c.st);  // released by the abort
-        (void)cudaGetLastError();
-        EXPECT_TRUE(c.in.guardsIntact() && c.out.guardsIntact()) << "rank " << r.rank;
       },
       o);
 }
@@ -504,101 +388,6 @@ TEST(DeviceAgreement, CudaIpcSendRecvSizeDiffers) {
         EXPECT_TRUE(in.guardsIntact() && out.guardsIntact());
         EXPECT_EQ(cocclCommAbort(r.comm), cocclSuccess);
         cudaStreamDestroy(st);
-      },
-      o);
-}
-
-// Plug-in codecs over CUDA IPC run on the staged pipeline, whose pieces move through the P2P
-// kernel: the first exchange of each such call compares the call's descriptor with every
-// rank's (P2PArgs::callAgree, the fused kernels' agreeCall). Before it, nothing compared
-// calls that differ only in the op (the same payload bytes).
-Side int4Side(cocclRedOp_t op, size_t count) {
-  Side s;
-  s.dt = cocclBfloat16;
-  s.codec = "int4";
-  s.op = op;
-  s.count = count;
-  return s;
-}
-#ifndef COCCL_INT4_PLUGIN
-#define COCCL_INT4_PLUGIN ""  // not built: the tests below skip
-#endif
-const Case kStagedCases[] = {
-    {"int4_op", int4Side(cocclSum, 65536), int4Side(cocclAvg, 65536), "op differs"},
-    {"int4_count", int4Side(cocclSum, 409600), int4Side(cocclSum, 409598), "count differs"},
-};
-
-class DeviceAgreementStaged : public ::testing::TestWithParam<Case> {};
-
-TEST_P(DeviceAgreementStaged, CudaIpcEveryRankFails) {
-  COCCL_REQUIRE_GPU();
-  if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
-  GpuRunOptions o;
-  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN}};
-  everyRankFailsBeforeTheCall(GetParam(), o, "device path (CUDA IPC, staged codec pipeline)");
-}
-
-INSTANTIATE_TEST_SUITE_P(Fields, DeviceAgreementStaged, ::testing::ValuesIn(kStagedCases),
-                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
-
-// Staged calls that agree keep working with the check on: many int4 AllReduces of 3 ranks,
-// alternating between two streams without syncs (the exchanges, and the agreement in each
-// call's first one, run on the pipeline's internal stream in the order of the calls), sums of
-// 1 + 2 + 3 within int4's bound.
-TEST(DeviceAgreementStaged, CudaIpcAgreeingCallsStillRight) {
-  COCCL_REQUIRE_GPU();
-  if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
-  GpuRunOptions o;
-  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN}};
-  runGpuRanks(
-      3,
-      [](Rank& r) {
-        cudaStream_t st[2];
-        for (cudaStream_t& x : st) CUDA_OK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
-        cocclCodec_t codec = nullptr;
-        ASSERT_EQ(cocclCodecCreate("int4", &codec), cocclSuccess);
-        const size_t n = 20000;
-        std::vector<float> h(n, static_cast<float>(r.rank + 1));
-        DevBuf in(n * 4), out0(n * 4), out1(n * 4);
-        in.upload(h.data(), n * 4);
-        for (int i = 0; i < 50; ++i)
-          ASSERT_EQ(cocclAllReduceCodec(in.data(), (i % 2 ? out1 : out0).data(),
-                                        n - static_cast<size_t>(i), cocclFloat32, cocclSum, codec,
-                                        r.comm, st[i % 2]),
-                    cocclSuccess);
-        for (cudaStream_t x : st) CUDA_OK(cudaStreamSynchronize(x));
-        cocclResult_t async = cocclSuccess;
-        ASSERT_EQ(cocclCommGetAsyncError(r.comm, &async), cocclSuccess);
-        EXPECT_EQ(async, cocclSuccess) << "rank " << r.rank << ": " << cocclGetLastError(r.comm);
-        for (const DevBuf* b : {&out0, &out1}) {
-          const std::vector<uint8_t> got = b->download(n * 4);
-          for (size_t i = 0; i < n - 49; i += 997) {
-            float v;
-            std::memcpy(&v, got.data() + 4 * i, 4);
-            EXPECT_NEAR(v, 6.0f, 0.5f) << "rank " << r.rank << " element " << i;
-          }
-        }
-        cocclCodecDestroy(codec);
-        for (cudaStream_t x : st) cudaStreamDestroy(x);
-      },
-      o);
-}
-
-// A staged call captured into a CUDA graph keeps its agreement across replays: the descriptor
-// is a kernel argument of its first exchange, the agreement numbers advance in device memory on
-// every replay and on the fused calls (exact fp32 AllReduces) run eagerly between replays. 20
-// replays of int4 on 3 ranks, each bitwise the host path's result for its step.
-TEST(DeviceAgreementStaged, CudaIpcGraphReplayBesideEagerCalls) {
-  COCCL_REQUIRE_GPU();
-  if (!*COCCL_INT4_PLUGIN) GTEST_SKIP() << "int4 plug-in not built";
-  GpuRunOptions o;
-  o.env = {{"COCCL_DEVICE_TRANSPORT", "cuda_ipc"}, {"COCCL_CODEC_PLUGIN", COCCL_INT4_PLUGIN},
-           {"COCCL_DEVICE_EXACT", "coccl"}};
-  runGpuRanks(
-      3,
-      [](Rank& r) {
-        CodecHandle codec("int4");
-        checkGraphReplay(r, codec.c, 20, 5);
       },
       o);
 }

@@ -47,14 +47,8 @@ class NcclMover final : public ByteMover {
   }
   void compareHeads(cudaStream_t s) override { carried_->compare(headsDesc_, heads_, s); }
   bool hasAllGather() const override { return true; }
-  // With `agree` (the staged pipeline carries its calls' descriptors in heads instead, so
-  // none of its gathers passes one), the descriptors go first in the gather's group. (Sends
-  // and receives in place of the all-gather were the faster form for that up to 256 KiB a rank,
-  // perf/RESULTS.md 2026-12-07; the heads made both unnecessary.)
-  void allGather(const void* send, void* recv, size_t bytes, const CallDesc* agree,
-                 cudaStream_t s) override {
-    if (!agree) return c_.allGather(send, recv, bytes, cocclUint8, s);
-    grouped(agree, s, [&] { c_.allGather(send, recv, bytes, cocclUint8, s); });
+  void allGather(const void* send, void* recv, size_t bytes, cudaStream_t s) override {
+    c_.allGather(send, recv, bytes, cocclUint8, s);
   }
   void abort() override { c_.abort(); }
 

@@ -188,7 +188,7 @@ void DeviceCallCheck::compare(const CallDesc& d, const Carried& c, cudaStream_t 
 void DeviceCallCheck::check(const CallDesc& d, ByteMover& mover, cudaStream_t stream) {
   const Carried c = carry(d, nullptr, stream);
   if (mover.hasAllGather()) {
-    mover.allGather(c.mine(), c.from(0), sizeof(CallDesc), nullptr, stream);
+    mover.allGather(c.mine(), c.from(0), sizeof(CallDesc), stream);
   } else {  // 128 bytes to and from every peer, one grouped exchange
     std::vector<ByteMover::Xfer> x;
     for (int q = 0; q < impl_->p; ++q) {

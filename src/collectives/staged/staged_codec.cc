@@ -55,10 +55,12 @@ StagedCodec::StagedCodec(int nranks, int rank, size_t slotBytes, ByteMover& move
   COCCL_CUDA_CHECK(cudaMalloc(&a, 4 * slotBytes));
   m.acc = static_cast<float*>(a);
   COCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
-  for (auto& row : m.ev)
-    for (cudaEvent_t& e : row) COCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  for (cudaEvent_t* e : {&m.tail, &m.startEv, &m.joinEv})
+  auto event = [](cudaEvent_t* e) {
     COCCL_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  };
+  for (auto& row : m.ev)
+    for (cudaEvent_t& e : row) event(&e);
+  for (cudaEvent_t* e : {&m.tail, &m.startEv, &m.joinEv}) event(e);
 }
 
 StagedCodec::~StagedCodec() = default;
@@ -116,8 +118,9 @@ bool StagedCodec::supports(const CollRequest& r) const {
 void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {
   Impl& m = *impl_;
   if (agree) {  // carried by the call's first exchange (Impl::move); never left for a later call
-    COCCL_CHECK_INTERNAL(m.mover.agreesInExchange(),
-                         "staged codec pipeline: this transport cannot compare call descriptors");
+    COCCL_CHECK_INTERNAL(
+        m.mover.agreesInExchange() && (m.mover.carriesInHeads() || !m.mover.hasAllGather()),
+        "staged codec pipeline: this transport cannot compare call descriptors");
     m.pendingDesc = makeCallDesc(r);
     // in heads where the mover can; the two-level calls in their own groups (staged_hier.cc)
     m.headed = m.mover.carriesInHeads() && !(r.interCodec && twoLevel(r, m.ranksPerNode, m.p));
@@ -125,7 +128,10 @@ void StagedCodec::run(const CollRequest& r, CollStats& stats, bool agree) {
   }
   struct Clear {
     Impl& m;
-    ~Clear() { m.agreePending = m.headed = m.headsDue = m.compareDue = m.joinDue = false; }
+    ~Clear() {
+      m.agreePending = m.headed = false;
+      m.headsStage = Impl::HeadsStage::None;
+    }
   } clear{m};
   if (r.interCodec) {
     if (twoLevel(r, m.ranksPerNode, m.p)) return m.hierReduce(r, stats);
@@ -214,7 +220,7 @@ void StagedCodec::Impl::allReduce(const CollRequest& r, CollStats& stats) {
         },
         [&](size_t k) {  // x2: my reduced piece to everyone; theirs to me
           if (ag) {
-            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.takeAgree(), m.side);
+            m.mover.allGather(gath(k, me), gath(k, 0), stride(k), m.side);
             return;
           }
           m.exchange(

@@ -44,9 +44,9 @@ class ByteMover {
   // rank) and every later exchange moves nothing.
   virtual void exchange(const std::vector<Xfer>& group, const CallDesc* agree,
                         cudaStream_t stream) = 0;
-  // Whether exchange() and allGather() compare a call descriptor (the CUDA IPC P2P kernel:
-  // agreePost / agreeCheck; the NCCL mover: 128 bytes more to and from every peer in the
-  // group, staged/call_check.h).
+  // Whether exchange() compares a call descriptor (the CUDA IPC P2P kernel: agreePost /
+  // agreeCheck; the NCCL mover: 128 bytes more to and from every peer in the group,
+  // staged/call_check.h).
   virtual bool agreesInExchange() const { return false; }
   // Whether the call's descriptor may instead travel in 128-byte heads in front of the
   // payloads of its first exchange (call_desc.h DescHeads: every peer has a send and a receive
@@ -62,14 +62,14 @@ class ByteMover {
   virtual void compareHeads(cudaStream_t stream) { (void)stream; }
   // Whether allGather below exists: a transport whose collective all-gather is faster than its
   // point-to-point (NCCL's ring on a link-bound path runs at ~1.6x its send/recv; device-
-  // performance notes) moves the gather stages with it.
+  // performance notes) moves the gather stages with it. Such a mover carriesInHeads() where it
+  // agreesInExchange(): the gathers carry no `agree`.
   virtual bool hasAllGather() const { return false; }
   // Every rank's `bytes` bytes at send into recv + rank * bytes on every rank (recv holds
-  // nranks * bytes; send may be recv + rank * bytes, in place). Enqueued on `stream`. `agree`
-  // as for exchange() (heads: each rank's first 128 bytes, {send, 0, recv, bytes}).
-  virtual void allGather(const void* send, void* recv, size_t bytes, const CallDesc* agree,
-                         cudaStream_t stream) {
-    (void)send, (void)recv, (void)bytes, (void)agree, (void)stream;
+  // nranks * bytes; send may be recv + rank * bytes, in place). Enqueued on `stream`. (With
+  // heads: each rank's first 128 bytes, {send, 0, recv, bytes}.)
+  virtual void allGather(const void* send, void* recv, size_t bytes, cudaStream_t stream) {
+    (void)send, (void)recv, (void)bytes, (void)stream;
   }
   // Called when a pipeline fails half-way: peers must get an error instead of waiting forever.
   virtual void abort() = 0;

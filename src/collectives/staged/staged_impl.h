@@ -46,14 +46,16 @@ struct StagedCodec::Impl {
   bool tailSet = false;
   // The running call's agreement (StagedCodec::run's `agree`), carried by its first exchange:
   // as the exchange's `agree` (agreePending), or in heads in front of its payloads (`headed`:
-  // the mover carriesInHeads(), the call not two-level): stored by run3 / run5 on the internal
-  // stream before the first piece is encoded (headsDue until that exchange is posted), compared
-  // after it once the next stage's event is recorded (compareDue: beside that stage, before the
-  // next piece's exchange on the internal stream, a one-block kernel), and
-  // joined to the caller's stream (joinDue) before set 0 is rewritten (a headed gather's heads
-  // lie where later pieces' payloads go) or else at the end of the call.
+  // the mover carriesInHeads(), the call not two-level), in stages: Stored by run3 / run5 on
+  // the internal stream before the first piece is encoded; Posted with the first exchange;
+  // Compared once the next stage's event is recorded (beside that stage, before the next
+  // piece's exchange on the internal stream, a one-block kernel); joined to the caller's stream
+  // (None again) before set 0 is rewritten (a headed gather's heads lie where later pieces'
+  // payloads go) or else at the end of the call.
+  enum class HeadsStage { None, Stored, Posted, Compared };
   bool agreePending = false;
-  bool headed = false, headsDue = false, compareDue = false, joinDue = false;
+  bool headed = false;
+  HeadsStage headsStage = HeadsStage::None;
   DescHeads storedHeads;
   cudaEvent_t startEv = nullptr, joinEv = nullptr;
   CallDesc pendingDesc{};
@@ -167,12 +169,12 @@ struct StagedCodec::Impl {
   // One exchange of piece k with every peer j, on the internal stream: send sendBytes(j)
   // bytes from `from(j)`, receive recvBytes(j) bytes into slot (k, into, j); zero sizes are
   // skipped (both ends skip the same ones: the sizes follow from the shared shards). The
-  // call's first exchange carries its descriptor: where headsDue, in the kHead bytes in front
-  // of every transfer (none skipped then) at the stored heads.
+  // call's first exchange carries its descriptor: where the heads are Stored, in the kHead
+  // bytes in front of every transfer (none skipped then).
   template <class From, class SendBytes, class RecvBytes>
   void exchange(size_t k, From from, SendBytes sendBytes, Slot into, RecvBytes recvBytes) {
     group.clear();
-    if (headsDue) {
+    if (headsStage == HeadsStage::Stored) {
       const DescHeads& h = storedHeads;
       for (int j = 0; j < p; ++j) {
         if (j == me) continue;
@@ -183,7 +185,7 @@ struct StagedCodec::Impl {
         group.push_back({from(j) - kHead, sendBytes(j) + kHead, j, true});
         group.push_back({slot(k, into, j) - kHead, recvBytes(j) + kHead, j, false});
       }
-      headsPosted();
+      headsStage = HeadsStage::Posted;
       mover.exchange(group, nullptr, side);
       return;
     }
@@ -194,24 +196,18 @@ struct StagedCodec::Impl {
     }
     move(group, side);
   }
-  // The call's descriptor for its first exchange or gather to carry (null after it, or none).
-  const CallDesc* takeAgree() {
-    const bool agree = agreePending;
-    agreePending = false;
-    return agree ? &pendingDesc : nullptr;
-  }
   // The group on stream s; the call's first one carries its agreement.
   void move(const std::vector<ByteMover::Xfer>& g, cudaStream_t s) {
-    mover.exchange(g, takeAgree(), s);
+    const bool agree = agreePending;
+    agreePending = false;
+    mover.exchange(g, agree ? &pendingDesc : nullptr, s);
   }
   // The heads of piece 0's exchange into slots `into` (from send[j]); of its gather with
   // stride `stride` (gatherStrideOf(0, ...)).
   DescHeads exchangeHeads(Slot into) const {
     return {slot(0, kSend, 0) - kHead, slotStride(), slot(0, into, 0) - kHead, slotStride()};
   }
-  DescHeads gatherHeads(size_t stride) const {
-    if (!mover.hasAllGather())  // gather() below: an exchange from send[me] into recv[j]
-      return {slot(0, kSend, me) - kHead, 0, slot(0, kRecv, 0) - kHead, slotStride()};
+  DescHeads gatherHeads(size_t stride) const {  // (a mover that carriesInHeads has an allGather)
     char* all = gathered(0, 0, stride) - kHead;
     return {all + static_cast<size_t>(me) * stride, 0, all, stride};
   }
@@ -223,24 +219,19 @@ struct StagedCodec::Impl {
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(side, startEv, 0));
     storedHeads = *h;
     mover.storeHeads(pendingDesc, *h, side);
-    headsDue = true;
-  }
-  void headsPosted() {
-    headsDue = false;
-    compareDue = true;
+    headsStage = HeadsStage::Stored;
   }
   // After the first exchange and the event the next stage waits for: the comparison.
   void compareHeads() {
-    if (!compareDue) return;
-    compareDue = false;
+    if (headsStage != HeadsStage::Posted) return;
     mover.compareHeads(side);
     COCCL_CUDA_CHECK(cudaEventRecord(joinEv, side));
-    joinDue = true;
+    headsStage = HeadsStage::Compared;
   }
   void joinHeads(cudaStream_t s) {
-    if (!joinDue) return;
-    joinDue = false;
+    if (headsStage != HeadsStage::Compared) return;
     COCCL_CUDA_CHECK(cudaStreamWaitEvent(s, joinEv, 0));
+    headsStage = HeadsStage::None;
   }
   // The gather of piece k (AllGather, one-shot AllReduce): every rank's payload of `bytes`
   // bytes on every rank. Rank j's payload lies at gathered(k, j): with the mover's allGather in
@@ -252,22 +243,22 @@ struct StagedCodec::Impl {
     if (mover.hasAllGather()) return slot(k, kGath, 0) + static_cast<size_t>(j) * stride;
     return j == me ? slot(k, kSend, me) : slot(k, kRecv, j);
   }
-  bool headedGather(size_t k) const { return k == 0 && headed && mover.hasAllGather(); }
+  bool headedGather(size_t k) const { return k == 0 && headed; }
   size_t gatherStrideOf(size_t k, size_t bytes) const {
     return gatherStride(bytes) + (headedGather(k) ? kHead : 0);
   }
   void gather(size_t k, size_t bytes, size_t stride) {
     if (mover.hasAllGather()) {
-      if (headsDue) {
+      if (headsStage == HeadsStage::Stored) {
         char* all = gathered(k, 0, stride) - kHead;
         COCCL_CHECK_INTERNAL(
             headedGather(k) && storedHeads.recv == all && storedHeads.recvStride == stride,
             "staged pipeline: a gather's payloads are not behind its heads");
-        headsPosted();
-        mover.allGather(all + static_cast<size_t>(me) * stride, all, stride, nullptr, side);
+        headsStage = HeadsStage::Posted;
+        mover.allGather(all + static_cast<size_t>(me) * stride, all, stride, side);
         return;
       }
-      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, takeAgree(), side);
+      mover.allGather(gathered(k, me, stride), gathered(k, 0, stride), stride, side);
       return;
     }
     auto each = [&](int) { return bytes; };
