@@ -9,7 +9,16 @@
 set -uo pipefail
 n=${1:?usage: local_ranks.sh N PROGRAM [ARGS...]}
 shift
-port=$(( 20000 + (RANDOM % 20000) ))
+# the bootstrap port: below Linux's ephemeral range (32768-60999, where NCCL's and earlier runs'
+# sockets live) and free now (a port taken made rank 0's init fail with a system error)
+port_free() {
+  python3 -c 'import socket,sys; s=socket.socket(); s.bind(("", int(sys.argv[1])))' "$1" \
+    2> /dev/null
+}
+for _ in $(seq 20); do
+  port=$(( 20000 + (RANDOM % 12000) ))
+  port_free "$port" && break
+done
 pids=()
 for ((r = 1; r < n; ++r)); do
   NCCL_HOSTID=local-ranks-$$-$r RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \

@@ -39,7 +39,8 @@
 // scalar work, a sqrt and three IEEE divisions, is paid once per 1024 elements a warp, and G=128
 // needs two lane stages); the reductions, which keep an accumulator, a decoded input and the
 // tile being encoded live at once, hold 16 (decode-accumulate, without the encode, too: at 32
-// it spills under the 80-register cap). Compile-time knobs for experiments.
+// it spills under the 80-register cap). Compile-time knobs for experiments (TileRun raises a
+// count below G / 32 to G / 32; perf/kernel_bench/README.md).
 #ifndef COCCL_TILE_ELEMS
 #define COCCL_TILE_ELEMS 32
 #endif
@@ -65,11 +66,12 @@ struct TileShape {
 };
 
 // The tile shape for a block of G elements of a type of TBytes bytes: 16-byte runs, Elems
-// elements a lane.
+// elements a lane (at least one run, at most G; at least G / 32, a block's lanes in one warp).
 template <int G, int TBytes, int Elems = COCCL_TILE_ELEMS>
 struct TileRun {
   static constexpr int E0 = 16 / TBytes;
-  static constexpr int E = Elems < G ? (Elems > E0 ? Elems : E0) : G;
+  static constexpr int kMin = E0 > G / 32 ? E0 : G / 32;
+  static constexpr int E = Elems < G ? (Elems > kMin ? Elems : kMin) : G;
   static constexpr int E1 = E / E0 > 0 ? E / E0 : 1;
   using Shape = TileShape<G, E0, E1>;
 };
