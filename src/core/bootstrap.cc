@@ -202,8 +202,8 @@ void Bootstrap::checkPeers() {
       }
     }
     if (ev & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL))
-      COCCL_THROW(cocclRemoteError, "bootstrap rank %d: %s closed its bootstrap connection", rank_,
-                  m.who(p).c_str());
+      COCCL_THROW(cocclRemoteError, "bootstrap rank %d: %s closed its bootstrap connection%s",
+                  rank_, m.who(p).c_str(), kClosedHint);
   }
 }
 

@@ -20,6 +20,12 @@
 
 namespace coccl {
 
+// Appended to "RANK closed its bootstrap connection": a rank that fails aborts its own
+// connections, so the rank named may only be passing on another rank's failure.
+inline constexpr const char kClosedHint[] =
+    " (it died or aborted; a failing rank closes its connections too, so this may pass on "
+    "another rank's failure: the earliest such error names the rank that failed first)";
+
 // The error of an operation on an aborted bootstrap, `where` naming it: cocclInvalidUsage
 // "WHERE: aborted" for an abort the program asked for, else the code of the failure that closed
 // it (Bootstrap::abort's `why`).
@@ -99,7 +105,8 @@ struct Bootstrap::Impl {
       throwAborted(abortCode, format("the bootstrap of rank %d", rank));
   }
   [[noreturn]] void throwClosed(int p) const {
-    COCCL_THROW(cocclRemoteError, "%s closed its bootstrap connection", who(p).c_str());
+    COCCL_THROW(cocclRemoteError, "%s closed its bootstrap connection%s", who(p).c_str(),
+                kClosedHint);
   }
   // Publishes a socket under the lock; one that races with abort() is shut down at once.
   void adopt(Socket& slot, Socket&& s) {
