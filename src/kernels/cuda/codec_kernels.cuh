@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/chunk_codec.cuh"
+#include "kernels/cuda/reduce_staged.cuh"
 #include "kernels/device_codec.h"
 
 namespace coccl {
@@ -116,12 +117,31 @@ __global__ void __launch_bounds__(kStagedThreads, kDecodeMinCtas)
                                        warpStage(decodeSmemBytes<G, Tag>() / kStagedWarps));
 }
 
+// Shared memory of the staged owner step (reduce_staged.cuh): kWarpsPerCta rings of slots.
+// COCCL_KERNELS_REDUCE_STAGED=0 builds the direct loop instead (for side-by-side timings).
+#ifndef COCCL_KERNELS_REDUCE_STAGED
+#define COCCL_KERNELS_REDUCE_STAGED 1
+#endif
+template <int G, class Tag>
+__host__ __device__ constexpr int reduceSmemBytes() {
+  using S = typename kdev::TileRun<G, sizeof(typename Tag::T), COCCL_REDUCE_TILE_ELEMS>::Shape;
+  return COCCL_KERNELS_REDUCE_STAGED ? kWarpsPerCta * kdev::ReduceStage<S, Tag>::kBytes : 0;
+}
+
 template <class Fam, int G, class Tag>
 __global__ void __launch_bounds__(kThreads, kReduceMinCtas)
     reduceKernel(const __grid_constant__ ReduceArgs a) {
+  const kdev::WarpSet ws = gridWarps();
+#if !COCCL_KERNELS_REDUCE_STAGED
   kdev::reduceChunkT<Fam, G, Tag>(a.d, a.ins, a.p, a.self,
                                   static_cast<const typename Tag::T*>(a.selfIn), a.n, a.scale,
-                                  a.out, static_cast<typename Tag::T*>(a.userOut), gridWarps());
+                                  a.out, static_cast<typename Tag::T*>(a.userOut), ws);
+  return;
+#endif
+  kdev::reduceTilesStaged<Fam, G, Tag>(
+      a.d, a.ins, a.p, a.self, static_cast<const typename Tag::T*>(a.selfIn), a.n, a.scale, a.out,
+      static_cast<typename Tag::T*>(a.userOut), ws.warp, ws.nwarps,
+      warpStage(reduceSmemBytes<G, Tag>() / kWarpsPerCta));
 }
 
 // decodeAccumulate: reduceChunkT without the encode, fp32 accumulator.

@@ -38,7 +38,8 @@ void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int s
         constexpr int G = decltype(g)::value;
         using Tag = decltype(tag);
         detail::launch<detail::reduceKernel<Fam, G, Tag>>(
-            a, detail::warpsFor<G, Tag, COCCL_REDUCE_TILE_ELEMS>(nb), stream, kWhat);
+            a, detail::warpsFor<G, Tag, COCCL_REDUCE_TILE_ELEMS>(nb), stream, kWhat,
+            detail::reduceSmemBytes<G, Tag>());
       });
     });
   });

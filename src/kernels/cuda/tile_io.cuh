@@ -219,14 +219,14 @@ __device__ __forceinline__ void storeCodesTile(uint8_t* payload, size_t nb, size
 // one block, a warp 32/L consecutive blocks, the warps of the set interleaved. All 32 lanes make
 // every call, so that the shuffles inside f stay warp-wide: f(b, lig, valid) with valid false
 // for a group past the end, whose b is clamped to the last block (f computes on it and must not
-// store).
+// store). The warp's tiles of 32/L blocks are first, first + nwarps, ... (first: usually the
+// warp's index in the set).
 template <int L, class Fn>
-__device__ __forceinline__ void forEachTile(size_t nb, int warp, int nwarps, Fn&& f) {
+__device__ __forceinline__ void forEachTile(size_t nb, size_t first, int nwarps, Fn&& f) {
   constexpr int kPerWarp = 32 / L;
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int group = lane / L, lig = lane % L;
-  for (size_t base = static_cast<size_t>(warp) * kPerWarp; base < nb;
-       base += static_cast<size_t>(nwarps) * kPerWarp) {
+  for (size_t base = first * kPerWarp; base < nb; base += static_cast<size_t>(nwarps) * kPerWarp) {
     const size_t b = base + static_cast<size_t>(group);
     const bool valid = b < nb;
     f(valid ? b : nb - 1, lig, valid);

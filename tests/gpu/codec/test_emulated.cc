@@ -12,6 +12,7 @@
 #include <string>
 
 #include "codec_ref.h"
+#include "emu_warps.h"
 #include "kernels/cuda/chunk_codec.cuh"
 #include "warp_reference.cuh"
 
@@ -20,24 +21,6 @@ namespace test {
 namespace {
 
 using kdev::WarpSet;
-
-// Runs fn(WarpSet) in every lane of nwarps emulated warps: one emulated block of 32 * nwarps
-// lanes (tests/gpu/emu), warp w = lanes [32w, 32w + 32).
-void runWarps(int nwarps, const std::function<void(WarpSet)>& fn) {
-  std::string err;
-  const auto body = [&] { fn(WarpSet{static_cast<int>(threadIdx.x / 32), nwarps}); };
-  ASSERT_TRUE(block_emu::runBlock(0, 1, 32u * static_cast<unsigned>(nwarps), body, &err)) << err;
-}
-
-template <class Fn>
-void withTag(cocclDataType_t dt, Fn&& fn) {
-  if (dt == cocclFloat32)
-    fn(kdev::Fp32Tag{});
-  else if (dt == cocclFloat16)
-    fn(kdev::Fp16Tag{});
-  else
-    fn(kdev::Bf16Tag{});
-}
 
 std::vector<uint8_t> emuEncode(const CodecDesc& d, const uint8_t* in, cocclDataType_t dt, size_t n,
                                size_t payloadOffset, bool legacy, int nwarps = 3) {

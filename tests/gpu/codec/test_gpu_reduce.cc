@@ -95,6 +95,18 @@ TEST(GpuReduce, DecodeReduceEncodeEveryBlockSizeAndType) {
           checkReduce(withBlock(base, g), dt, 4, 2, 0.25f, n);
 }
 
+// Enough tiles that every warp of the resident grid takes several (the staged kernel's ring of
+// slots wraps, reduce_staged.cuh), with a partial last tile, at the most inputs a slot holds and
+// one more (the direct loop).
+TEST(GpuReduce, DecodeReduceEncodeManyTilesAWarp) {
+  COCCL_REQUIRE_GPU();
+  for (const std::string& base : {std::string("fp8_ash_ds:format=e4m3"), std::string("int8")})
+    for (cocclDataType_t dt : {cocclBfloat16, cocclFloat32})
+      for (int p : {4, 8, 9})
+        for (int self : {0, -1})
+          checkReduce(withBlock(base, 128), dt, p, self, p == 4 ? 0.25f : 1.0f, 3000017);
+}
+
 TEST(GpuReduce, DecodeReduceEncodeInPlace) {
   COCCL_REQUIRE_GPU();
   for (const std::string& base : variantSpecs())
