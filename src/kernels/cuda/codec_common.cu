@@ -18,12 +18,15 @@ void checkCuda(cudaError_t e, const char* what) {
                 cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-int smCount() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices];
+int currentDevice() {
   int dev = 0;
   checkCuda(cudaGetDevice(&dev), "cudaGetDevice");
-  if (dev < 0 || dev >= kMaxDevices) dev = 0;
+  return dev < 0 || dev >= kMaxDevices ? 0 : dev;
+}
+
+int smCount() {
+  static std::atomic<int> cache[kMaxDevices];
+  const int dev = currentDevice();
   int n = cache[dev].load(std::memory_order_relaxed);
   if (n == 0) {
     checkCuda(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
@@ -32,6 +35,23 @@ int smCount() {
     cache[dev].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+bool smemFits(int smemBytes, int minCtas) {
+  static std::atomic<int> perSmCache[kMaxDevices], perCtaCache[kMaxDevices];
+  const int dev = currentDevice();
+  int perSm = perSmCache[dev].load(std::memory_order_relaxed);
+  int perCta = perCtaCache[dev].load(std::memory_order_relaxed);
+  if (perSm == 0) {
+    checkCuda(cudaDeviceGetAttribute(&perSm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev),
+              "cudaDeviceGetAttribute");
+    checkCuda(cudaDeviceGetAttribute(&perCta, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+              "cudaDeviceGetAttribute");
+    perCtaCache[dev].store(perCta, std::memory_order_relaxed);
+    perSmCache[dev].store(perSm > 0 ? perSm : -1, std::memory_order_relaxed);
+  }
+  constexpr int kReservedPerCta = 1024;  // the driver's shared memory of every CTA (sm_80+)
+  return smemBytes <= perCta && minCtas * (smemBytes + kReservedPerCta) <= perSm;
 }
 
 size_t elemBytes(cocclDataType_t dt) { return dtypeSize(dt); }  // 0 for an invalid type

@@ -75,6 +75,7 @@ struct ReduceArgs {
   float scale;
   uint8_t* out;
   void* userOut;
+  bool staged;  // reduceKernel: launched with reduceSmemBytes() of shared memory, staging
 };
 
 __device__ __forceinline__ kdev::WarpSet gridWarps() {
@@ -117,31 +118,27 @@ __global__ void __launch_bounds__(kStagedThreads, kDecodeMinCtas)
                                        warpStage(decodeSmemBytes<G, Tag>() / kStagedWarps));
 }
 
-// Shared memory of the staged owner step (reduce_staged.cuh): kWarpsPerCta rings of slots.
-// COCCL_KERNELS_REDUCE_STAGED=0 builds the direct loop instead (for side-by-side timings).
+// Shared memory of the staged owner step (reduce_staged.cuh): kWarpsPerCta rings of slots
+// (75-95 KiB). The launcher stages only where kReduceMinCtas such CTAs fit a multiprocessor
+// (sm_90: yes; sm_80 fp32, sm_86/89: the direct loop, which keeps the occupancy the registers
+// allow); COCCL_KERNELS_REDUCE_STAGED=0 never stages (side-by-side timings).
 #ifndef COCCL_KERNELS_REDUCE_STAGED
 #define COCCL_KERNELS_REDUCE_STAGED 1
 #endif
 template <int G, class Tag>
 __host__ __device__ constexpr int reduceSmemBytes() {
   using S = typename kdev::TileRun<G, sizeof(typename Tag::T), COCCL_REDUCE_TILE_ELEMS>::Shape;
-  return COCCL_KERNELS_REDUCE_STAGED ? kWarpsPerCta * kdev::ReduceStage<S, Tag>::kBytes : 0;
+  return kWarpsPerCta * kdev::ReduceStage<S, Tag>::kBytes;
 }
 
 template <class Fam, int G, class Tag>
 __global__ void __launch_bounds__(kThreads, kReduceMinCtas)
     reduceKernel(const __grid_constant__ ReduceArgs a) {
   const kdev::WarpSet ws = gridWarps();
-#if !COCCL_KERNELS_REDUCE_STAGED
-  kdev::reduceChunkT<Fam, G, Tag>(a.d, a.ins, a.p, a.self,
-                                  static_cast<const typename Tag::T*>(a.selfIn), a.n, a.scale,
-                                  a.out, static_cast<typename Tag::T*>(a.userOut), ws);
-  return;
-#endif
   kdev::reduceTilesStaged<Fam, G, Tag>(
       a.d, a.ins, a.p, a.self, static_cast<const typename Tag::T*>(a.selfIn), a.n, a.scale, a.out,
       static_cast<typename Tag::T*>(a.userOut), ws.warp, ws.nwarps,
-      warpStage(reduceSmemBytes<G, Tag>() / kWarpsPerCta));
+      a.staged ? warpStage(reduceSmemBytes<G, Tag>() / kWarpsPerCta) : nullptr);
 }
 
 // decodeAccumulate: reduceChunkT without the encode, fp32 accumulator.
@@ -160,19 +157,27 @@ __global__ void __launch_bounds__(kThreads, COCCL_KERNELS_ACCUMULATE_MIN_CTAS)
 
 // Throws Error(cocclUnhandledCudaError) naming `what` if e is not cudaSuccess.
 void checkCuda(cudaError_t e, const char* what);
+// The current device, as an index of the per-device caches below (0..kMaxDevices-1).
+constexpr int kMaxDevices = 64;
+int currentDevice();
 // Multiprocessors of the current device (cached per device).
 int smCount();
+// Whether minCtas CTAs, each with smemBytes of dynamic shared memory, fit one multiprocessor of
+// the current device (its limits cached per device).
+bool smemFits(int smemBytes, int minCtas);
 
 // Launches Kernel on `stream` for `warps` warps of work: Threads-thread CTAs with smemBytes of
-// dynamic shared memory (a compile-time constant of the kernel), at most one resident wave
-// (CTAs a multiprocessor from the occupancy calculator, cached per kernel).
+// dynamic shared memory (a constant of the kernel on a given device), at most one resident wave
+// (CTAs a multiprocessor from the occupancy calculator, cached per kernel and device; the
+// opt-in above 48 KiB is a per-device attribute, set with it).
 template <auto Kernel, int Threads = kThreads, class Args>
 void launch(const Args& args, size_t warps, cudaStream_t stream, const char* what,
             int smemBytes = 0) {
   if (warps == 0) return;
   constexpr int kWarps = Threads / 32;
-  static std::atomic<int> perSm{0};
-  int resident = perSm.load(std::memory_order_relaxed);
+  static std::atomic<int> perSm[kMaxDevices];
+  const int dev = currentDevice();
+  int resident = perSm[dev].load(std::memory_order_relaxed);
   if (resident == 0) {
     if (smemBytes > 48 * 1024)
       checkCuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(Kernel),
@@ -183,7 +188,7 @@ void launch(const Args& args, size_t warps, cudaStream_t stream, const char* wha
                   static_cast<size_t>(smemBytes)),
               what);
     resident = resident > 0 ? resident : 1;
-    perSm.store(resident, std::memory_order_relaxed);
+    perSm[dev].store(resident, std::memory_order_relaxed);
   }
   const size_t want = (warps + kWarps - 1) / kWarps;
   const size_t cap = static_cast<size_t>(smCount()) * static_cast<size_t>(resident);

@@ -37,9 +37,11 @@ void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int s
         using Fam = decltype(fam);
         constexpr int G = decltype(g)::value;
         using Tag = decltype(tag);
+        constexpr int kSmem = detail::reduceSmemBytes<G, Tag>();
+        a.staged = COCCL_KERNELS_REDUCE_STAGED && detail::smemFits(kSmem, detail::kReduceMinCtas);
         detail::launch<detail::reduceKernel<Fam, G, Tag>>(
             a, detail::warpsFor<G, Tag, COCCL_REDUCE_TILE_ELEMS>(nb), stream, kWhat,
-            detail::reduceSmemBytes<G, Tag>());
+            a.staged ? kSmem : 0);
       });
     });
   });

@@ -6,9 +6,10 @@
 // tile are only in flight while it waits for them (ncu, perf/RESULTS.md 2026-12-07: a third of
 // the owner step's stall cycles waited on loads). Staging takes no registers. The tile bodies
 // are reduce_tile.cuh's, reading the slot through StagedTileSrc, so the bytes are those of the
-// direct loop. Staged: whole tiles inside n, 16-byte aligned inputs, at most kInputs inputs;
-// everything else (a partial last tile, unaligned buffers, more inputs) runs the direct loop,
-// out of line.
+// direct loop. Staged: whole tiles inside n, 16-byte aligned inputs that fit a slot (the raw
+// input and up to 7 payloads; without one, 8 payloads, up to 10 for fp32); everything else (a
+// partial last tile, unaligned buffers, more inputs, no stage) runs the direct loop, out of
+// line.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +26,7 @@ template <class S, class Tag>
 struct ReduceStage {
   using Raw = EncodeStage<S, Tag>;
   using Pay = DecodeStage<S>;
-  static constexpr int kInputs = 8;  // the raw input and 7 payloads, or 8 payloads
+  static constexpr int kInputs = 8;  // the raw input and 7 payloads, or 8 or more payloads
   static constexpr int kRawBytes = Raw::kTileBytes;
   static constexpr int kPayBytes = Pay::kTileBytes;
   static constexpr int kSlotBytes = kRawBytes + (kInputs - 1) * kPayBytes;
@@ -67,8 +68,8 @@ __device__ __noinline__ void reduceTilesCold(const CodecDesc d, const uint8_t* c
                                  nwarps);
 }
 
-// reduceChunkT (outPayload != null) for warp `warp` of nwarps; `stage`: this warp's
-// ReduceStage<S, Tag>::kBytes of shared memory, 16-byte aligned.
+// reduceChunkT's operation for warp `warp` of nwarps; `stage`: this warp's
+// ReduceStage<S, Tag>::kBytes of shared memory, 16-byte aligned, or null (nothing staged).
 template <class Fam, int G, class Tag>
 __device__ __forceinline__ void reduceTilesStaged(const CodecDesc& d, const uint8_t* const* ins,
                                                   int p, int self, const typename Tag::T* selfIn,
@@ -89,12 +90,13 @@ __device__ __forceinline__ void reduceTilesStaged(const CodecDesc& d, const uint
   for (int r = 0; r < p; ++r)
     if (r != self) inBits |= reinterpret_cast<uintptr_t>(ins[r]);
   // tiles [0, nstaged): every element inside n, 16-byte aligned inputs that fit a slot
-  const size_t nstaged =
-      (inBits & 15u) == 0 && St::fits(p, self) ? n / static_cast<size_t>(Geom::kElems) : 0;
+  const size_t nstaged = stage != nullptr && (inBits & 15u) == 0 && St::fits(p, self)
+                             ? n / static_cast<size_t>(Geom::kElems)
+                             : 0;
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int group = lane / S::kL, lig = lane % S::kL;
   const size_t stride = static_cast<size_t>(nwarps);
-  const SmemAddr ring = smemAddr(stage);
+  const SmemAddr ring = stage != nullptr ? smemAddr(stage) : SmemAddr{};
   const int payOff = St::payOffset(self >= 0);
   const auto fill = [&](SmemAddr slot, size_t tf) {
     if (self >= 0)

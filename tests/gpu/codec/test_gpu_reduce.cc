@@ -96,15 +96,20 @@ TEST(GpuReduce, DecodeReduceEncodeEveryBlockSizeAndType) {
 }
 
 // Enough tiles that every warp of the resident grid takes several (the staged kernel's ring of
-// slots wraps, reduce_staged.cuh), with a partial last tile, at the most inputs a slot holds and
-// one more (the direct loop).
+// slots wraps, reduce_staged.cuh), with a partial last tile: the most inputs a slot holds with
+// a raw input and one more (the direct loop), without one; G = 32 (the largest slots) in fp16,
+// and in place (the prefetched tile beside the one being stored).
 TEST(GpuReduce, DecodeReduceEncodeManyTilesAWarp) {
   COCCL_REQUIRE_GPU();
-  for (const std::string& base : {std::string("fp8_ash_ds:format=e4m3"), std::string("int8")})
+  for (const std::string& base : {std::string("fp8_ash_ds:format=e4m3"), std::string("int8")}) {
     for (cocclDataType_t dt : {cocclBfloat16, cocclFloat32})
       for (int p : {4, 8, 9})
         for (int self : {0, -1})
           checkReduce(withBlock(base, 128), dt, p, self, p == 4 ? 0.25f : 1.0f, 3000017);
+    checkReduce(withBlock(base, 32), cocclFloat16, 8, 3, 1.0f, 3000017);
+    checkReduce(withBlock(base, 32), cocclFloat16, 4, 1, 0.25f, 3000017, true);
+    checkReduce(withBlock(base, 512), cocclBfloat16, 6, 5, 1.0f, 3000017, true);
+  }
 }
 
 TEST(GpuReduce, DecodeReduceEncodeInPlace) {

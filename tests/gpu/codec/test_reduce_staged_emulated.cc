@@ -3,8 +3,8 @@
 // the slot) on emulated warps with host buffers as shared memory, against the host's
 // decodeReduceEncode, bit for bit: whole tiles that wrap the ring, a partial last tile and a
 // partial last block (the out-of-line direct tail), the rotated and linear bodies, with and
-// without a raw input, the most inputs a slot holds and one more (all direct), unaligned
-// inputs (all direct), and no write outside the outputs.
+// without a raw input, the most inputs a slot holds with a raw input and one more (all direct),
+// unaligned inputs and no stage (all direct), and no write outside the outputs.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -25,6 +25,7 @@ constexpr size_t kRing = 16384;  // bytes a warp, >= every ReduceStage<S, Tag>::
 struct Case {
   int p, self;
   bool unaligned;
+  bool noStage = false;  // the launcher found no room for the slots: stage = null
 };
 
 template <class Tag>
@@ -62,11 +63,13 @@ void checkStagedReduce(const CodecDesc& d, const Codec& c, cocclDataType_t dt, s
   std::vector<uint4> ring(kWarps * kRing / sizeof(uint4));
   runWarps(kWarps, [&](kdev::WarpSet ws) {
     COCCL_DISPATCH_FAMILY(
-        d, COCCL_DISPATCH_G(d, (kdev::reduceTilesStaged<kFam, kG, Tag>(
-                                   d, ptrs.data(), k.p, k.self,
-                                   k.self >= 0 ? reinterpret_cast<const T*>(selfAt) : nullptr, n,
-                                   scale, outAt, reinterpret_cast<T*>(decAt), ws.warp, ws.nwarps,
-                                   reinterpret_cast<uint8_t*>(ring.data()) + ws.warp * kRing))));
+        d, COCCL_DISPATCH_G(
+               d, (kdev::reduceTilesStaged<kFam, kG, Tag>(
+                      d, ptrs.data(), k.p, k.self,
+                      k.self >= 0 ? reinterpret_cast<const T*>(selfAt) : nullptr, n, scale, outAt,
+                      reinterpret_cast<T*>(decAt), ws.warp, ws.nwarps,
+                      k.noStage ? nullptr
+                                : reinterpret_cast<uint8_t*>(ring.data()) + ws.warp * kRing))));
   });
   const std::vector<uint8_t> gotOut(outAt, outAt + wantOut.size());
   const long i = firstDiff(gotOut, wantOut);
@@ -87,7 +90,7 @@ void checkStagedReduce(const CodecDesc& d, const Codec& c, cocclDataType_t dt, s
 
 TEST(EmulatedReduceStaged, OwnerStepMatchesTheHost) {
   const Case cases[] = {{2, 0, false},  {4, 3, false}, {4, -1, false}, {8, 0, false},
-                        {8, -1, false}, {9, 0, false}, {3, 1, true}};
+                        {8, -1, false}, {9, 0, false}, {3, 1, true},   {4, 1, false, true}};
   for (const std::string& base : variantSpecs()) {
     for (int g : {32, 128, 512}) {
       CodecPtr c = makeCodec(withBlock(base, g));
@@ -101,7 +104,7 @@ TEST(EmulatedReduceStaged, OwnerStepMatchesTheHost) {
             const float scale = k.p == 4 ? 1.0f / 4 : 1.0f;
             SCOPED_TRACE(c->spec() + " " + typeName(dt) + " n=" + std::to_string(n) +
                          " p=" + std::to_string(k.p) + " self=" + std::to_string(k.self) +
-                         (k.unaligned ? " unaligned" : ""));
+                         (k.unaligned ? " unaligned" : "") + (k.noStage ? " no stage" : ""));
             withTag(dt,
                     [&](auto tag) { checkStagedReduce<decltype(tag)>(d, *c, dt, n, k, scale); });
             if (::testing::Test::HasFatalFailure()) return;
