@@ -101,7 +101,8 @@ TEST(GpuReduce, DecodeReduceEncodeEveryBlockSizeAndType) {
 // and in place (the prefetched tile beside the one being stored).
 TEST(GpuReduce, DecodeReduceEncodeManyTilesAWarp) {
   COCCL_REQUIRE_GPU();
-  for (const std::string& base : {std::string("fp8_ash_ds:format=e4m3"), std::string("int8")}) {
+  for (const std::string& base :
+       {std::string("fp8_ash_ds:format=e4m3"), std::string("int8:rotate=auto")}) {
     for (cocclDataType_t dt : {cocclBfloat16, cocclFloat32})
       for (int p : {4, 8, 9})
         for (int self : {0, -1})
