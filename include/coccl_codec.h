@@ -142,7 +142,8 @@ typedef struct {
    * 0 <= self < p. selfIn may equal decoded.
    * With CAP_OWN_SUM_ORDER the sum may be formed in another fp32 order that the codec documents
    * (the same real number, the same on host and device, e.g. fp8_ash_ds sums in the Hadamard-
-   * rotated domain: 2 transforms an element instead of p + 1), so out may differ from the
+   * rotated domain: 2 transforms an element instead of p + 1; int8 sums its rotated payload
+   * blocks before one transform), so out may differ from the
    * encoding of acc above by rounding; decoded must still be decode(out), and the result must
    * be as close to the exact sum as that encoding's (coccl_codec_check checks both).
    * Without CAP_DECODE_REDUCE_ENCODE (NULL here) coccl computes it on the host as: acc in fp32

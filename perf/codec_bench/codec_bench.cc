@@ -1,6 +1,8 @@
-// Host codec throughput: encode, decode and decodeAccumulate of the lossy codecs per block size
-// and input type, against memcpy of the same bytes. Rates are bytes of INPUT (count * element
-// size) per second, for every operation.
+// Host codec throughput: encode, decode, decodeAccumulate and the two-shot owner step
+// (decodeReduceEncode of the owner's raw input and 3 payloads, p = 4, decoded output written) of
+// the lossy codecs per block size and input type, against memcpy of the same bytes. Rates are
+// bytes of INPUT (count * element size) per second, for every operation (one rank's share for
+// the owner step).
 //
 // Default run (about a minute on 2 cores): block 128 at 1 and 16 MiB, the other block sizes at
 // 1 MiB, bf16 and fp32 input. Flags (before the usual --benchmark_* flags):
@@ -73,18 +75,26 @@ const std::vector<uint8_t>& input(size_t bytes, cocclDataType_t dt) {
   return cache.emplace(key, std::move(buf)).first->second;
 }
 
-enum class Op { Encode, Decode, DecodeAccumulate };
+enum class Op { Encode, Decode, DecodeAccumulate, DecodeReduceEncode };
 const char* opName(Op op) {
-  return op == Op::Encode ? "encode" : (op == Op::Decode ? "decode" : "decodeAcc");
+  return op == Op::Encode             ? "encode"
+         : op == Op::Decode           ? "decode"
+         : op == Op::DecodeAccumulate ? "decodeAcc"
+                                      : "decodeReduceEncode4";
 }
+constexpr int kOwnerStepRanks = 4;
 
 void runCodec(benchmark::State& state, CodecPtr codec, Op op, cocclDataType_t dt, size_t bytes) {
   const size_t n = bytes / elemSize(dt);
   const std::vector<uint8_t>& in = input(bytes, dt);
   std::vector<uint8_t> payload(codec->encodedBytes(n, dt));
   codec->encode(in.data(), dt, n, payload.data());
-  std::vector<uint8_t> out(op == Op::Decode ? bytes : 0);
-  std::vector<float> acc(op == Op::DecodeAccumulate ? n : 0, 0.0f);
+  std::vector<uint8_t> out(op == Op::Decode || op == Op::DecodeReduceEncode ? bytes : 0);
+  std::vector<float> acc(op == Op::DecodeAccumulate || op == Op::DecodeReduceEncode ? n : 0, 0.0f);
+  // the owner step: rank 0's raw input, the same payload from ranks 1..3 (the sum's order and
+  // its work do not depend on the payloads differing)
+  std::vector<uint8_t> sum(payload.size());
+  const void* ins[kOwnerStepRanks] = {nullptr, payload.data(), payload.data(), payload.data()};
   for (auto _ : state) {
     switch (op) {
       case Op::Encode:
@@ -98,6 +108,11 @@ void runCodec(benchmark::State& state, CodecPtr codec, Op op, cocclDataType_t dt
       case Op::DecodeAccumulate:
         codec->decodeAccumulate(payload.data(), n, dt, acc.data());
         benchmark::DoNotOptimize(acc.data());
+        break;
+      case Op::DecodeReduceEncode:
+        codec->decodeReduceEncode(ins, kOwnerStepRanks, 0, in.data(), dt, n, 1.0f, sum.data(),
+                                  acc.data(), out.data());
+        benchmark::DoNotOptimize(sum.data());
         break;
     }
     benchmark::ClobberMemory();
@@ -163,7 +178,7 @@ int main(int argc, char** argv) {
         }
         for (const std::string& dts : dtypes) {
           cocclDataType_t dt = parseType(dts);
-          for (Op op : {Op::Encode, Op::Decode, Op::DecodeAccumulate}) {
+          for (Op op : {Op::Encode, Op::Decode, Op::DecodeAccumulate, Op::DecodeReduceEncode}) {
             std::string label = name + "/G" + b + "/" + dts + "/" + opName(op) + "/" + sz;
             benchmark::RegisterBenchmark(label.c_str(), runCodec, codec, op, dt, bytes)
                 ->Unit(benchmark::kMillisecond)

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "codecs/dtype_io.h"
 #include "kernels/codec_desc.h"
@@ -192,12 +193,56 @@ COCCL_BLOCK_INLINE bool reduceBlockRotated(const K& k, const void* const* ins, i
   return true;
 }
 
+// Whether K's owner step may split its sum (K::splitSum(), int8_block.h's order), with
+//   bool splitSum() const;
+//   template <int G> bool decodeUntransformed(const Code*, uint32_t word, float* out) const;
+//   template <int G> void rotate(float* v) const;                       (v <- H v)
+template <class K, class = void>
+struct SplitSum : std::false_type {};
+template <class K>
+struct SplitSum<K, std::void_t<decltype(std::declval<const K&>().splitSum())>> : std::true_type {};
+
+// acc = the split sum of block b (int8_block.h): R over the rotated payload blocks, L over the
+// raw input and the other payload blocks, each in rank order, then fwht(R) + L.
+template <int G, cocclDataType_t DT, class K>
+COCCL_BLOCK_INLINE void sumBlockSplit(const K& k, const void* const* ins, int p, int self,
+                                      const typename FloatIO<DT>::T* selfBlock, size_t n, size_t b,
+                                      size_t nb, float* acc, float* z) {
+  using Code = typename K::Code;
+  constexpr PayloadGeometry geo = blockGeometry<K, G>();
+  alignas(64) float rot[G];
+  bool haveRot = false, haveLin = false;
+  for (int r = 0; r < p; ++r) {
+    bool rotated = false;
+    if (r == self) {
+      loadBlock<G, DT>(selfBlock, n, z);
+    } else {
+      const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
+      rotated = k.template decodeUntransformed<G>(
+          reinterpret_cast<const Code*>(in + geo.codesAt(b)), loadWord(in + geo.metaAt(nb, b)), z);
+    }
+    if (rotated) {
+      addTerm<G>(rot, z, !haveRot);
+      haveRot = true;
+    } else {
+      addTerm<G>(acc, z, !haveLin);
+      haveLin = true;
+    }
+  }
+  if (haveRot) {
+    k.template rotate<G>(rot);
+    if (haveLin) addTerm<G>(rot, acc, false);
+    for (int i = 0; i < G; ++i) acc[i] = rot[i];
+  }
+}
+
 // The fused two-shot owner step, block by block: acc = sum_r (r == self ? convert(selfIn) :
 // decode(ins[r])) in rank order (first term assigned, the others added), acc *= scale when
 // scale != 1, out = encode(acc as fp32), decoded = decode(out) in dt: bitwise equal to running
 // decode / decodeAccumulate / encode(fp32) / decode over the whole chunk. A codec that reduces
 // in the rotated domain (RotatedReduce<K>) takes reduceBlockRotated's order instead for every
-// whole block that allows it (the partial last block and the blocks it refuses stay linear).
+// whole block that allows it (the partial last block and the blocks it refuses stay linear);
+// one whose sum splits (SplitSum<K>, K::splitSum()) forms acc by sumBlockSplit for every block.
 template <int G, cocclDataType_t DT, class K>
 COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* ins, int p, int self,
                                                 const typename FloatIO<DT>::T* selfIn, size_t count,
@@ -218,15 +263,22 @@ COCCL_HOST_CLONES void decodeReduceEncodeBlocks(const K& k, const void* const* i
                                     decoded != nullptr ? decoded + base : nullptr))
         continue;
     }
-    for (int r = 0; r < p; ++r) {
-      if (r == self) {
-        loadBlock<G, DT>(selfIn + base, n, z);
-      } else {
-        const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
-        k.template decode<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
-                             loadWord(in + geo.metaAt(nb, b)), z);
+    bool split = false;
+    if constexpr (SplitSum<K>::value) split = k.splitSum();
+    if (split) {
+      if constexpr (SplitSum<K>::value)
+        sumBlockSplit<G, DT>(k, ins, p, self, selfIn + base, n, b, nb, acc, z);
+    } else {
+      for (int r = 0; r < p; ++r) {
+        if (r == self) {
+          loadBlock<G, DT>(selfIn + base, n, z);
+        } else {
+          const uint8_t* in = static_cast<const uint8_t*>(ins[r]);
+          k.template decode<G>(reinterpret_cast<const Code*>(in + geo.codesAt(b)),
+                               loadWord(in + geo.metaAt(nb, b)), z);
+        }
+        addTerm<G>(acc, z, r == 0);
       }
-      addTerm<G>(acc, z, r == 0);
     }
     scaleBlock<G>(acc, scale);
     // positions past count are zero padding, exactly as encode(fp32 acc) would see them

@@ -62,7 +62,9 @@ class Codec {
   // input of type dt (never quantized). scratch holds `count` floats. If `decoded` is not
   // null it receives decode(out) in type dt (what every rank will output). The sum is that
   // real number in a codec-defined fp32 order, the same on host and device: fp8_ash_ds forms
-  // it in the rotated domain (src/codecs/fp8_ash_ds/ash_block.h), the others as written.
+  // it in the rotated domain (src/codecs/fp8_ash_ds/ash_block.h), int8 (rotate=1, auto) sums
+  // its rotated payload blocks before one transform (src/codecs/int8/int8_block.h), the others
+  // as written.
   virtual void decodeReduceEncode(const void* const* ins, int p, int self, const void* selfIn,
                                   cocclDataType_t dt, size_t count, float scale, void* out,
                                   float* scratch, void* decoded) const = 0;

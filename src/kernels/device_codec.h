@@ -57,7 +57,8 @@ void decodeAccumulate(const CodecDesc& d, const void* const* ins, int p, size_t 
 // The two-shot owner step, fused: acc = sum over r = 0..p-1 in order (first term assigned) of
 // (r == self ? convert(selfIn) : decode(ins[r])); acc *= scale if scale != 1 (1/p for AVG);
 // out = encode(acc) (payload of count elements); decoded (if not null) = decode(out) in dt.
-// Bitwise the host's Codec::decodeReduceEncode. self = -1 (an extension of the host API):
+// Bitwise the host's Codec::decodeReduceEncode, in the codec's own sum order where it has one
+// (fp8_ash_ds: ash_block.h; int8: int8_block.h). self = -1 (an extension of the host API):
 // no raw input, all p terms are payloads. `ins` is a HOST array of p device pointers
 // (ins[self] is not read), 1 <= p <= 64. selfIn may equal decoded (in place).
 void decodeReduceEncode(const CodecDesc& d, const void* const* ins, int p, int self,

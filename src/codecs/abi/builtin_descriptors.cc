@@ -106,8 +106,10 @@ cocclCodecPlugin_v1_t describe(const char* name, CodecPtr (*make)(const ParsedSp
   d.capabilities = COCCL_CODEC_CAP_NONFINITE | COCCL_CODEC_CAP_DECODE_REDUCE_ENCODE |
                    COCCL_CODEC_CAP_DETERMINISTIC | (none ? COCCL_CODEC_CAP_LOSSLESS : 0u) |
                    (builtinDeviceOpsBuilt() ? COCCL_CODEC_CAP_DEVICE : 0u);
-  // fp8_ash_ds's owner step sums in the rotated domain (src/codecs/fp8_ash_ds/ash_block.h)
-  if (std::string(name) == "fp8_ash_ds") d.capabilities |= COCCL_CODEC_CAP_OWN_SUM_ORDER;
+  // fp8_ash_ds's owner step sums in the rotated domain (src/codecs/fp8_ash_ds/ash_block.h),
+  // int8's (rotate=1, auto) sums its rotated payloads before one transform (int8_block.h)
+  if (std::string(name) == "fp8_ash_ds" || std::string(name) == "int8")
+    d.capabilities |= COCCL_CODEC_CAP_OWN_SUM_ORDER;
   d.create = createFn;
   d.destroy = destroy;
   d.canonicalSpec = canonicalSpec;

@@ -149,5 +149,47 @@ COCCL_HD void int8DecodeBlock(const int8_t* codes, uint32_t word, int mode, floa
   for (int i = 0; i < G; ++i) out[i] = mulRn(out[i], c);
 }
 
+// ---- the two-shot owner step with one transform for all rotated payloads ------------------
+//
+// A rotated block decodes as x = c H q (int8DecodeBlock; H unnormalized and linear), so the sum
+// of the owner's rotated payload blocks is H (sum_r c_r q_r): one transform for all of them
+// instead of one each (device-performance notes, "decodeReduceEncode is ALU-bound": int8 bf16
+// ran at 52% of a copy with p + 1 transforms an element). The encode still needs the sum S
+// itself (auto mode compares the plain form's step max |S| / 127), so the owner transforms
+// once for the payloads, once to encode and once to decode its output: 3 transforms an element
+// at any p. This fixes the floating-point order of the fused step with the owner's raw input
+// for rotate=1 and auto (block_driver.h decodeReduceEncodeBlocks on the host, reduce_tile.cuh
+// sumTileSplit on the device; without a raw input the device keeps the linear order), per
+// block:
+//   R = sum over the payloads whose block is rotated of int8DecodeUntransformed (c_r q_r),
+//   L = sum over the owner's raw input and the other payload blocks (plain or RAW) of their
+//       values (the raw input converted to fp32, int8DecodeUntransformed otherwise),
+// each in rank order with its first term assigned, then
+//   S = R and L both non-empty ? fwht(R) + L : the non-empty one (fwht(R) if it is R);
+//   S *= scale if scale != 1; positions past the count zeroed; int8EncodeBlock(S).
+// The sum of plain blocks only (rotate=0) keeps the linear order. COCCL_INT8_SPLIT_SUM=0 builds
+// the linear order for every mode (side-by-side timings; host and device read the same switch).
+#ifndef COCCL_INT8_SPLIT_SUM
+#define COCCL_INT8_SPLIT_SUM 1
+#endif
+COCCL_HD_CONSTEXPR bool int8SplitSum(int mode) {
+  return COCCL_INT8_SPLIT_SUM != 0 && mode != kInt8Plain;
+}
+
+// A block's values before its transform: c q of a transform-mode block (one product an
+// element; the values themselves for a plain block), the RAW decode of a RAW block. Returns
+// whether the block is rotated (its term belongs to R above).
+template <int G>
+COCCL_HD bool int8DecodeUntransformed(const int8_t* codes, uint32_t word, int mode, float* out) {
+  if (isRawWord(word)) {
+    float r = rawScaleFromWord(word);
+    for (int i = 0; i < G; ++i) out[i] = int8DecodeRawElem(codes[i], r);
+    return false;
+  }
+  float c = bitsFloat(word);
+  for (int i = 0; i < G; ++i) out[i] = mulRn(static_cast<float>(codes[i]), c);
+  return int8WordRotated(word, mode);
+}
+
 }  // namespace kmath
 }  // namespace coccl

@@ -57,6 +57,20 @@ struct Int8Kernel {
     kmath::int8DecodeBlock<G>(codes, word, mode, out);
   }
 
+  // The owner step's split sum (int8_block.h): block_driver.h's SplitSum.
+  bool splitSum() const { return kmath::int8SplitSum(mode); }
+
+  template <int G>
+  COCCL_BLOCK_INLINE bool decodeUntransformed(const int8_t* codes, uint32_t word,
+                                              float* out) const {
+    return kmath::int8DecodeUntransformed<G>(codes, word, mode, out);
+  }
+
+  template <int G>
+  COCCL_BLOCK_INLINE void rotate(float* v) const {
+    kmath::fwht<G>(v);
+  }
+
   double errorBound(size_t g, double rms, double absmax) const {
     const double G = static_cast<double>(g);
     const double rotated = G * rms / 254.0 + std::sqrt(G) * rms * 0x1p-18;

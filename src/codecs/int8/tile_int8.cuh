@@ -33,8 +33,29 @@ struct TileInt8 {
   };
   __host__ __device__ static Params params(const CodecDesc& d) { return Params{d.rotate}; }
 
-  // the owner step sums decoded blocks (the linear order; chunk_codec.cuh)
+  // the owner step does not sum in the rotated domain (the encode needs the sum itself); it
+  // splits its sum instead (splitSum below)
   __host__ __device__ static constexpr bool rotatedReduceFor(int) { return false; }
+
+  // ---- the owner step's split sum (kmath::int8SplitSum / int8DecodeUntransformed,
+  // int8_block.h; reduce_tile.cuh's sumTileSplit) ----
+  __host__ __device__ static bool splitSum(const Params& p) { return kmath::int8SplitSum(p.mode); }
+
+  // out = each group's block before its transform (c q; the RAW decode of a RAW block);
+  // returns whether this lane's block is rotated. No transform, no shuffle but the branches'.
+  __device__ __forceinline__ static bool decodeUntransformed(const uint32_t (&q)[E1][W],
+                                                             uint32_t word, float (&out)[E1][E0],
+                                                             const Params& p) {
+    using namespace kmath;
+    const bool raw = isRawWord(word);
+    if (!__all_sync(kFullMask, raw)) {
+      dequantBiased(q, out);
+      unbias(out);
+      scaleBy(out, bitsFloat(word));
+    }
+    if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
+    return !raw && int8WordRotated(word, p.mode);
+  }
 
   // Biased partial sums stay exact (below 2^24) for G <= 256.
   static constexpr bool kBiasedTransform = G * (32768.0 + 255.0) < 16777216.0;
@@ -160,6 +181,13 @@ struct TileInt8 {
       for (int e = 0; e < E0; ++e) out[j][e] = kmath::subRn(out[j][e], kInt8Bias);
   }
 
+  __device__ __forceinline__ static void scaleBy(float (&out)[E1][E0], float c) {
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e) out[j][e] = kmath::mulRn(out[j][e], c);
+  }
+
   __device__ __forceinline__ static void rawDecode(const uint32_t (&q)[E1][W], uint32_t word,
                                                    float (&out)[E1][E0]) {
     const float r = kmath::rawScaleFromWord(word);
@@ -195,11 +223,7 @@ struct TileInt8 {
       } else {
         unbias(out);
       }
-      const float c = bitsFloat(word);
-#pragma unroll
-      for (int j = 0; j < E1; ++j)
-#pragma unroll
-        for (int e = 0; e < E0; ++e) out[j][e] = mulRn(out[j][e], c);
+      scaleBy(out, bitsFloat(word));
     }
     if (__any_sync(kFullMask, raw) && raw) rawDecode(q, word, out);
   }

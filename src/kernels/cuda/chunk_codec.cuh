@@ -59,7 +59,8 @@ __device__ void decodeChunkT(const CodecDesc& d, const uint8_t* payload, size_t 
 //   outPayload == null: userOut gets acc rounded to Tag's type.
 // self = -1: no raw input (ins[self] is never read). Equals the host's decodeReduceEncode, and
 // with self = 0, selfIn = userOut = acc (fp32), ins[1..p) payloads, the host's decodeAccumulate
-// of ins[1], ins[2], ... in that order. A tile family whose rotatedReduceFor(type) (fp8_ash_ds)
+// of ins[1], ins[2], ... in that order (with a raw input and an encode, int8 splits the sum:
+// reduce_tile.cuh's sumTileSplit). A tile family whose rotatedReduceFor(type) (fp8_ash_ds)
 // forms the encoded sum in the rotated domain when there is a raw input (reduce_tile.cuh's
 // reduceRotatedTile). The payload of the next rank is fetched while the current one is
 // decoded. Elems: elements a lane; kEncode = false compiles out the encode

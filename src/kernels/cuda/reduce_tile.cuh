@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/cuda/tile_codec.cuh"
 #include "kernels/cuda/tile_io.cuh"
@@ -64,27 +66,20 @@ struct GlobalTileSrc {
   }
 };
 
-// acc = the sum over ranks in order (first term assigned) of the raw input and the decoded
-// payloads of block b (kRot: their transforms, tile family C's decodeRotated), times scale; the
-// linear sum has its padding zeroed, as encode(fp32 acc) would see it. The payload of the next
-// rank is fetched while the current one is decoded.
-// kRot clears ok for a group with a RAW payload block other than the zero block.
-template <class C, class S, class Tag, bool kRot, class Src>
-__device__ __forceinline__ void sumTile(const ReduceTileArgs<Tag>& a, const typename C::Params& prm,
-                                        const Src& src, size_t b, int lig,
-                                        float (&acc)[S::kE1][S::kE0], bool* ok = nullptr) {
-  constexpr int G = S::kG, E0 = S::kE0, E1 = S::kE1, W = S::kW;
-  const size_t base = b * G;
-  const bool full = base + G <= a.n;
+// Calls onRaw() for the raw input (r == self) and onPayload(q, word) with the codes and scale
+// word of each payload, in rank order; the payload of the next rank is fetched while the
+// current one is handled.
+template <class S, class Tag, class Src, class RawFn, class PayloadFn>
+__device__ __forceinline__ void forEachInput(const ReduceTileArgs<Tag>& a, const Src& src,
+                                             RawFn&& onRaw, PayloadFn&& onPayload) {
+  constexpr int E1 = S::kE1, W = S::kW;
   const int firstPayload = a.self == 0 ? 1 : 0;
   uint32_t q[E1][W] = {};  // (read only after a load; zeroed for the host compiler)
   uint32_t w = 0;
   if (firstPayload < a.p) w = src.codes(firstPayload, q);
   for (int r = 0; r < a.p; ++r) {
-    float z[E1][E0];
     if (r == a.self) {
-      src.raw(z);
-      if constexpr (kRot) tileFwht<S>(z, lig);
+      onRaw();
     } else {
       uint32_t qc[E1][W];
 #pragma unroll
@@ -94,36 +89,137 @@ __device__ __forceinline__ void sumTile(const ReduceTileArgs<Tag>& a, const type
       const uint32_t wc = w;
       const int rn = r + 1 == a.self ? r + 2 : r + 1;
       if (rn < a.p) w = src.codes(rn, q);
-      if constexpr (kRot)
-        C::decodeRotated(qc, wc, z, *ok);
-      else
-        C::decode(qc, wc, z, lig, prm);
-    }
-    if (r == 0) {
-#pragma unroll
-      for (int j = 0; j < E1; ++j)
-#pragma unroll
-        for (int e = 0; e < E0; ++e) acc[j][e] = z[j][e];
-    } else {
-#pragma unroll
-      for (int j = 0; j < E1; ++j)
-#pragma unroll
-        for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+      onPayload(static_cast<const uint32_t(&)[E1][W]>(qc), wc);
     }
   }
+}
+
+// acc = z (first: a warp-uniform branch) or acc + z.
+template <class S>
+__device__ __forceinline__ void addTileTerm(float (&acc)[S::kE1][S::kE0],
+                                            const float (&z)[S::kE1][S::kE0], bool first) {
+  if (first) {
+#pragma unroll
+    for (int j = 0; j < S::kE1; ++j)
+#pragma unroll
+      for (int e = 0; e < S::kE0; ++e) acc[j][e] = z[j][e];
+  } else {
+#pragma unroll
+    for (int j = 0; j < S::kE1; ++j)
+#pragma unroll
+      for (int e = 0; e < S::kE0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+  }
+}
+
+// acc *= scale if scale != 1; zeroPad: positions past n zeroed, as encode(fp32 acc) sees them.
+template <class S, class Tag>
+__device__ __forceinline__ void finishSum(const ReduceTileArgs<Tag>& a, size_t b, int lig,
+                                          bool zeroPad, float (&acc)[S::kE1][S::kE0]) {
+  constexpr int E0 = S::kE0, E1 = S::kE1;
   if (a.scale != 1.0f) {
 #pragma unroll
     for (int j = 0; j < E1; ++j)
 #pragma unroll
       for (int e = 0; e < E0; ++e) acc[j][e] = kmath::mulRn(acc[j][e], a.scale);
   }
-  if (!kRot && !full) {
+  const size_t base = b * S::kG;
+  if (zeroPad && base + S::kG > a.n) {
 #pragma unroll
     for (int j = 0; j < E1; ++j)
 #pragma unroll
       for (int e = 0; e < E0; ++e)
         if (base + S::runStart(j, lig) + e >= a.n) acc[j][e] = 0.0f;
   }
+}
+
+// acc = the sum over ranks in order (first term assigned) of the raw input and the decoded
+// payloads of block b (kRot: their transforms, tile family C's decodeRotated), times scale; the
+// linear sum has its padding zeroed, as encode(fp32 acc) would see it.
+// kRot clears ok for a group with a RAW payload block other than the zero block.
+template <class C, class S, class Tag, bool kRot, class Src>
+__device__ __forceinline__ void sumTile(const ReduceTileArgs<Tag>& a, const typename C::Params& prm,
+                                        const Src& src, size_t b, int lig,
+                                        float (&acc)[S::kE1][S::kE0], bool* ok = nullptr) {
+  constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
+  int r = 0;
+  forEachInput<S, Tag>(
+      a, src,
+      [&] {
+        float z[E1][E0];
+        src.raw(z);
+        if constexpr (kRot) tileFwht<S>(z, lig);
+        addTileTerm<S>(acc, z, r++ == 0);
+      },
+      [&](const uint32_t(&q)[E1][W], uint32_t w) {
+        float z[E1][E0];
+        if constexpr (kRot)
+          C::decodeRotated(q, w, z, *ok);
+        else
+          C::decode(q, w, z, lig, prm);
+        addTileTerm<S>(acc, z, r++ == 0);
+      });
+  finishSum<S, Tag>(a, b, lig, !kRot, acc);
+}
+
+// Whether tile family C splits the owner step's sum (C::splitSum(params), int8).
+template <class C, class = void>
+struct TileSplitSum : std::false_type {};
+template <class C>
+struct TileSplitSum<C, std::void_t<decltype(C::splitSum(std::declval<typename C::Params>()))>>
+    : std::true_type {};
+
+// acc = the split sum of block b (kmath::int8SplitSum's order, int8_block.h): R over the
+// payloads whose block is rotated, L over the raw input and the other payload blocks, each in
+// rank order with its first term assigned, then fwht(R) + L (one transform for all payloads),
+// times scale, the padding zeroed. Tile family C's decodeUntransformed gives a block's values
+// before its transform and whether it is rotated (a group's lanes agree).
+template <class C, class S, class Tag, class Src>
+__device__ __forceinline__ void sumTileSplit(const ReduceTileArgs<Tag>& a,
+                                             const typename C::Params& prm, const Src& src,
+                                             size_t b, int lig, float (&acc)[S::kE1][S::kE0]) {
+  constexpr int E0 = S::kE0, E1 = S::kE1, W = S::kW;
+  // Both sums start at -0 and add every term: -0 + x == x for every x (+-0, NaN and Inf
+  // included), so this is "first term assigned" without a per-lane branch; a lane adds -0 to
+  // the sum its block's term does not belong to (x + -0 == x as well). Branch-free selects:
+  // the groups of a warp may differ (auto mode), and a per-lane branch an element diverges.
+  float rot[E1][E0];
+#pragma unroll
+  for (int j = 0; j < E1; ++j)
+#pragma unroll
+    for (int e = 0; e < E0; ++e) rot[j][e] = acc[j][e] = -0.0f;
+  bool haveRot = false;  // per group
+  forEachInput<S, Tag>(
+      a, src,
+      [&] {
+        float z[E1][E0];
+        src.raw(z);
+#pragma unroll
+        for (int j = 0; j < E1; ++j)
+#pragma unroll
+          for (int e = 0; e < E0; ++e) acc[j][e] = kmath::addRn(acc[j][e], z[j][e]);
+      },
+      [&](const uint32_t(&q)[E1][W], uint32_t w) {
+        float z[E1][E0];
+        const bool rotated = C::decodeUntransformed(q, w, z, prm);
+#pragma unroll
+        for (int j = 0; j < E1; ++j) {
+#pragma unroll
+          for (int e = 0; e < E0; ++e) {
+            rot[j][e] = kmath::addRn(rot[j][e], rotated ? z[j][e] : -0.0f);
+            acc[j][e] = kmath::addRn(acc[j][e], rotated ? -0.0f : z[j][e]);
+          }
+        }
+        haveRot = haveRot || rotated;
+      });
+  if (__any_sync(kFullMask, haveRot)) {
+    tileFwht<S>(rot, lig);  // (a group without a rotated term transforms -0s and ignores them)
+#pragma unroll
+    for (int j = 0; j < E1; ++j)
+#pragma unroll
+      for (int e = 0; e < E0; ++e)
+        acc[j][e] = haveRot ? kmath::addRn(rot[j][e], acc[j][e]) : acc[j][e];
+  }
+  finishSum<S, Tag>(a, b, lig, true, acc);
 }
 
 // encode(acc) into q (acc kept: it is what the RAW fallback reloads); returns the scale word.
@@ -165,16 +261,26 @@ __device__ __forceinline__ void storeReducedTile(const ReduceTileArgs<Tag>& a,
   }
 }
 
-// The linear owner step of one tile: acc = sumTile; then outPayload != null: encode(acc) into
-// it, and userOut (if any) gets decode(outPayload); outPayload == null: userOut gets acc rounded
-// to Tag's type. kEncode = false compiles the encode out (outPayload must be null).
+// The linear owner step of one tile: acc = sumTile (sumTileSplit for a tile family that splits
+// its sum, when encoding with a raw input: the host's decodeReduceEncode); then outPayload != null:
+// encode(acc) into it, and userOut (if any) gets decode(outPayload); outPayload == null: userOut
+// gets acc rounded to Tag's type. kEncode = false compiles the encode out (outPayload must be
+// null).
 template <class C, class S, class Tag, bool kEncode, class Src>
 __device__ __forceinline__ void reduceTile(const ReduceTileArgs<Tag>& a,
                                            const typename C::Params& prm, const Src& src, size_t b,
                                            int lig, bool valid, uint8_t* outPayload,
                                            typename Tag::T* userOut) {
   float acc[S::kE1][S::kE0];
-  sumTile<C, S, Tag, false>(a, prm, src, b, lig, acc);
+  bool split = false;
+  if constexpr (kEncode && TileSplitSum<C>::value)
+    split = outPayload != nullptr && a.self >= 0 && C::splitSum(prm);
+  if (split) {
+    if constexpr (kEncode && TileSplitSum<C>::value)
+      sumTileSplit<C, S, Tag>(a, prm, src, b, lig, acc);
+  } else {
+    sumTile<C, S, Tag, false>(a, prm, src, b, lig, acc);
+  }
   if (kEncode && outPayload != nullptr) {
     uint32_t q[S::kE1][S::kW];
     const uint32_t w = encodeSum<C, S>(acc, q, lig, prm);

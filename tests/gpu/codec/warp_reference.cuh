@@ -466,7 +466,9 @@ __device__ void decodeChunkG(const CodecDesc& d, const uint8_t* payload, size_t 
 // (r == self ? selfIn : decode(ins[r])); acc *= scale if scale != 1; padding zeroed; then
 //   outPayload != null: encode(acc) into it, and userOut (if any) gets decode(outPayload);
 //   outPayload == null: userOut gets acc rounded to Tag's type.
-// self = -1: no raw input. Equals the host's decodeReduceEncode / decode-accumulate.
+// self = -1: no raw input. Equals the host's decodeReduceEncode (for the codecs that keep the
+// linear order: not fp8_ash_ds bf16/fp16 nor int8 rotate=1/auto, whose orders are their own) /
+// decode-accumulate.
 template <int G, class Tag>
 __device__ void reduceChunkG(const CodecDesc& d, const uint8_t* const* ins, int p, int self,
                              const typename Tag::T* selfIn, size_t n, float scale,
