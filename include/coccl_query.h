@@ -112,6 +112,47 @@ typedef struct {
 } cocclCollStats_t;
 COCCL_API cocclResult_t cocclCommGetLastCollStats(cocclComm_t comm, cocclCollStats_t* stats);
 
+/* The phases of coccl's CUDA IPC collective kernels (cocclCommGetPhaseTimes). Reduce family
+ * (AllReduce, ReduceScatter, Reduce; two-shot): PUSH is the encode-on-send of each owner's part
+ * into its inbox, OWN the owner step (decode-reduce of the p inputs, the result's encode and the
+ * owner's own output), PULL the decode of every owner's result (AllReduce). Gather family
+ * (AllGather, Broadcast): PUSH the producer's encode into its outbox and its own output, PULL
+ * the decode of the peers' outboxes. Each *_WAIT is the wait for the peers' flags before it
+ * (their data, or their release of a slot). AGREE is the call's agreement before any data
+ * moves; TOTAL a block's whole time. */
+typedef enum {
+  cocclPhaseAgree = 0,
+  cocclPhasePushWait = 1,
+  cocclPhasePush = 2,
+  cocclPhaseOwnWait = 3,
+  cocclPhaseOwn = 4,
+  cocclPhasePullWait = 5,
+  cocclPhasePull = 6,
+  cocclPhaseTotal = 7,
+  cocclNumPhases = 8
+} cocclPhase_t;
+
+/* Counters since the communicator's init, summed over every thread block (channel) of every
+ * collective kernel this rank ran over CUDA IPC: ns[phase] / blockRuns is one block's time in
+ * that phase per call, rounds / blockRuns its rounds per call. Read on the GPU's clock
+ * (%globaltimer, nanoseconds; its resolution may be about a microsecond, which averages out
+ * over blocks and rounds). Kernels that failed add nothing. */
+typedef struct {
+  uint64_t blockRuns; /* blocks of the kernels counted, summed over kernels */
+  uint64_t rounds;    /* rounds those blocks ran, summed */
+  uint64_t ns[cocclNumPhases];
+} cocclPhaseTimes_t;
+
+/* Writes the phase counters of comm's CUDA IPC collective kernels to *times (for perf tools:
+ * take two readings around the calls and subtract). Needs COCCL_PHASE_TIMES=1 at init, which
+ * times every collective kernel (a barrier a phase, about +1-2 us a call; README
+ * "Environment"). Copies from the device synchronously: call after the calls' stream has
+ * finished. Staged-pipeline calls (plug-in codecs), Send/Recv and the NCCL executor's calls are
+ * not timed.
+ * Errors: cocclInvalidArgument (comm or times NULL), cocclInvalidUsage (COCCL_PHASE_TIMES was
+ * not 1 at init, or comm has no CUDA IPC executor), cocclUnhandledCudaError (the copy). */
+COCCL_API cocclResult_t cocclCommGetPhaseTimes(cocclComm_t comm, cocclPhaseTimes_t* times);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -2,11 +2,11 @@
 #include "args.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "devmem.h"
@@ -266,6 +266,10 @@ int parseArgs(int argc, char** argv, Options* o) {
                  "fp8_ash_ds:block=64, ...) or 'policy' (plain calls, COCCL_CODEC* decides)")
       ->capture_default_str();
   app.add_option("--json,-J,--output_file", o->jsonFile, "write every row and run metadata");
+  app.add_flag("--phases", o->phases,
+               "--mem device over CUDA IPC: after each row, a '#' line with the collective "
+               "kernels' phase times of the out-of-place calls (us a call, one block's, mean of "
+               "the ranks; cocclCommGetPhaseTimes); sets COCCL_PHASE_TIMES=1");
   app.add_option("--input", o->input,
                  "real-data mode: a tp_tensors or pp_activations manifest (JSON)");
 
@@ -342,6 +346,13 @@ int parseArgs(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "coccl_perf: --mem device: device memory needs a CUDA build (this "
                          "coccl_perf is host-only)\n");
     return 1;
+  }
+  if (o->phases) {
+    if (o->mem != "device") {
+      std::fprintf(stderr, "coccl_perf: --phases needs --mem device\n");
+      return 1;
+    }
+    setenv("COCCL_PHASE_TIMES", "1", 1);  // before coccl reads its environment
   }
   if (o->codec.empty() || o->codec == "none") {
     o->codec = "none";

@@ -49,6 +49,7 @@ struct Options {
   CodecMode codecMode = CodecMode::None;
   std::string jsonFile;
   std::string input;
+  bool phases = false;  // --phases: the CUDA IPC kernels' phase times (cocclCommGetPhaseTimes)
   std::string commandLine;
 };
 

@@ -40,6 +40,30 @@ cocclCollStats_t lastStats(const Rank& rk, std::string* codec, std::string* algo
   return st;
 }
 
+cocclPhaseTimes_t phaseTimes(const Rank& rk) {
+  cocclPhaseTimes_t t{};
+  CP_CHECK(cocclCommGetPhaseTimes(rk.comm, &t), rk.comm);
+  return t;
+}
+
+// --phases: us a call in each phase, rounds a call (one block's: the counters' difference over
+// the timed calls) and blocks a call (of `calls`), the mean of the ranks.
+std::vector<double> phaseRow(const Rank& rk, const cocclPhaseTimes_t& a, const cocclPhaseTimes_t& b,
+                             int calls) {
+  const double runs = static_cast<double>(b.blockRuns - a.blockRuns);
+  std::vector<uint64_t> mine;
+  for (int i = 0; i < cocclNumPhases; ++i) {
+    const double us = runs > 0 ? static_cast<double>(b.ns[i] - a.ns[i]) / runs * 1e-3 : 0.0;
+    mine.push_back(dbits(us));
+  }
+  mine.push_back(dbits(runs > 0 ? static_cast<double>(b.rounds - a.rounds) / runs : 0.0));
+  mine.push_back(dbits(runs / calls));
+  const std::vector<uint64_t> all = rk.allGather(mine);
+  std::vector<double> row(mine.size(), 0.0);
+  for (size_t i = 0; i < all.size(); ++i) row[i % mine.size()] += bitsd(all[i]) / rk.nranks;
+  return row;
+}
+
 double combineTime(const std::vector<uint64_t>& all, size_t stride, size_t idx, int n, int avg) {
   double acc = bitsd(all[idx]);
   for (int r = 1; r < n && avg != 0; ++r) {
@@ -85,6 +109,8 @@ struct Sweeper {
       for (int w = 0; w < o.warmup; ++w) runColl(rk, cs, p.send, p.recv, sh.count);
       if (dev) dev->sync();
       rk.barrier();
+      const bool timePhases = o.phases && dev && !inPlace;
+      const cocclPhaseTimes_t ph0 = timePhases ? phaseTimes(rk) : cocclPhaseTimes_t{};
       const double t0 = nowSec();
       if (dev) dev->startTimer();
       for (int it = 0; it < o.iters; ++it) {
@@ -95,6 +121,7 @@ struct Sweeper {
       // Device: CUDA events around the calls on the rank's stream (synchronised here).
       const double total = dev ? dev->stopTimerSeconds() : nowSec() - t0;
       const double sec = total / (static_cast<double>(o.iters) * o.aggIters);
+      if (timePhases) row->phases = phaseRow(rk, ph0, phaseTimes(rk), o.iters * o.aggIters);
       RankCheck rc;
       if (o.check) {
         prepareCall(rk, cs, gen, inPlace, bufs, sh.count, true);

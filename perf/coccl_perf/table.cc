@@ -214,6 +214,14 @@ void Table::row(const Row& r) {
               std::isfinite(r.ratio) ? fmtNum(r.ratio, 6).c_str() : "-",
               r.checked ? fmtRel(r.oop.relL2, 9).c_str() : "N/A",
               ident < 0 ? "-" : ident ? "1" : "0");
+  if (!r.phases.empty()) {
+    static const char* const kNames[] = {"agree",     "push_wait", "push",  "own_wait", "own",
+                                         "pull_wait", "pull",      "total", "rounds",   "blocks"};
+    std::printf("#  phases (us a call, one block):");
+    for (size_t i = 0; i < r.phases.size() && i < 10; ++i)
+      std::printf(" %s %.1f", kNames[i], r.phases[i]);
+    std::printf("\n");
+  }
   std::fflush(stdout);
   if (json_.is_null()) return;
   nlohmann::json j = {{"size", r.bytes},   {"count", r.count},     {"type", r.type},
@@ -225,6 +233,7 @@ void Table::row(const Row& r) {
   j["out_of_place"] = placeJson(r.oop, r.checked);
   j["in_place"] = placeJson(r.ip, r.checked);
   j["ident"] = ident < 0 ? nlohmann::json() : nlohmann::json(ident == 1);
+  if (!r.phases.empty()) j["phases_us"] = r.phases;  // cocclPhase_t order, rounds, blocks
   json_["results"].push_back(j);
 }
 

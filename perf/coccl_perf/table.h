@@ -52,6 +52,9 @@ struct Row {
   double ratio = 0;       // NaN when nothing went on the wire
   uint64_t wireBytes = 0, wireBytesNone = 0, logicalBytes = 0;  // summed over ranks
   bool checked = false;
+  // --phases: us a call in each cocclPhase_t, rounds a call (one block's), blocks a call;
+  // the mean of the ranks
+  std::vector<double> phases;
 };
 
 // JSON metadata shared by the sweep and the real-data mode.

@@ -1,5 +1,6 @@
 // Queries at the C boundary: the communicator's codec choice for a call (its own CodecPolicy,
-// the one the collectives use) and the values of coccl's environment rows.
+// the one the collectives use), the values of coccl's environment rows, and the device
+// kernels' phase times.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -123,3 +124,19 @@ COCCL_API cocclResult_t cocclGetEnvValue(const char* name, char* value, size_t v
 }
 
 }  // extern "C"
+
+COCCL_API cocclResult_t cocclCommGetPhaseTimes(cocclComm_t comm, cocclPhaseTimes_t* times) {
+  return guarded(comm, "cocclCommGetPhaseTimes", [&] {
+    Communicator& c = usableComm(comm);
+    COCCL_CHECK_ARG(times, "times is NULL");
+    std::vector<uint64_t> w;
+    COCCL_CHECK_USAGE(c.phaseTimes(&w),
+                      "no phase times: they need COCCL_PHASE_TIMES=1 at init and a communicator "
+                      "on the CUDA IPC path (device buffers of ranks on one host)");
+    static_assert(cocclNumPhases == 8, "cocclPhase_t follows dev_types.h PhaseWord");
+    *times = cocclPhaseTimes_t{};
+    for (int i = 0; i < cocclNumPhases; ++i) times->ns[i] = w[static_cast<size_t>(i)];
+    times->blockRuns = w[cocclNumPhases];
+    times->rounds = w[cocclNumPhases + 1];
+  });
+}

@@ -397,6 +397,12 @@ void Communicator::requestAbort() {
   ctx_.bootstrap().abort();
 }
 
+bool Communicator::phaseTimes(std::vector<uint64_t>* words) const {
+  for (const auto& x : executors_)
+    if (x->phaseTimes(words)) return true;
+  return false;
+}
+
 void Communicator::finalize() {
   checkUsable();
   for (auto& x : executors_) x->quiesce();

@@ -48,6 +48,9 @@ class Communicator {
   const CollStats& stats() const { return stats_; }
   // The CUDA device of this rank's device executors, -1 when there are none (cocclCommCuDevice).
   int cudaDevice() const;
+  // COCCL_PHASE_TIMES: the first executor's phase counters that keeps them
+  // (Executor::phaseTimes); false when none does.
+  bool phaseTimes(std::vector<uint64_t>* words) const;
 
   // The number of the next collective call (call_desc.h): the C API takes one for every
   // collective that reaches a usable communicator, before its argument checks.

@@ -48,6 +48,14 @@ class Executor {
   virtual void quiesce() {}
   // The CUDA device whose buffers this executor takes, -1 for host executors.
   virtual int cudaDevice() const { return -1; }
+  // COCCL_PHASE_TIMES: the counters of its collective kernels' phases, summed over their blocks
+  // (collectives/cuda_ipc/dev_types.h PhaseWord order: kPhases times in ns, the blocks' kernels,
+  // their rounds) into `words`; false when this executor keeps none. Synchronous (a copy from
+  // the device); the caller's kernels should have finished.
+  virtual bool phaseTimes(std::vector<uint64_t>* words) const {
+    (void)words;
+    return false;
+  }
 };
 
 }  // namespace coccl

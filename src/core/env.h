@@ -43,6 +43,7 @@ struct Env {
   int64_t shimNoNccl;          // COCCL_SHIM_NO_NCCL
   int64_t ncclCallCheck;       // COCCL_NCCL_CALL_CHECK
   int64_t stagedCallCheck;     // COCCL_STAGED_CALL_CHECK
+  int64_t phaseTimes;          // COCCL_PHASE_TIMES
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
   int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS (0: auto)
   std::string deviceTransport;  // COCCL_DEVICE_TRANSPORT (auto | cuda_ipc | nccl)

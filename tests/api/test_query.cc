@@ -252,3 +252,21 @@ TEST(QueryCodec, BlankCodecSpecMeansNone) {
   }
 }
 }  // namespace
+
+// cocclCommGetPhaseTimes: only the CUDA IPC kernels keep phase times (COCCL_PHASE_TIMES=1);
+// on host ranks it is a usage error that says so, and NULL arguments are refused. (The counters
+// themselves: DeviceEmulated.PhaseTimes and the GPU suite's DevicePhaseTimes.)
+TEST(GetPhaseTimes, HostCommunicatorHasNone) {
+  runRanks(2, Mode::Threads, [](Rank& r) {
+    cocclPhaseTimes_t t;
+    EXPECT_EQ(cocclCommGetPhaseTimes(r.comm, &t), cocclInvalidUsage);
+    const std::string why = lastError();  // (both ranks' calls leave the same message)
+    EXPECT_NE(why.find("COCCL_PHASE_TIMES=1"), std::string::npos) << why;
+  });
+  runRanks(1, Mode::Threads, [](Rank& r) {
+    cocclPhaseTimes_t t;
+    EXPECT_EQ(cocclCommGetPhaseTimes(r.comm, nullptr), cocclInvalidArgument);
+    EXPECT_NE(lastError().find("times is NULL"), std::string::npos) << lastError();
+    EXPECT_EQ(cocclCommGetPhaseTimes(nullptr, &t), cocclInvalidArgument);
+  });
+}

@@ -86,6 +86,7 @@ CudaIpcExecutor::Impl::~Impl() {
   if (joinOut) COCCL_CUDA_WARN(cudaEventDestroy(joinOut));
   if (side) COCCL_CUDA_WARN(cudaStreamDestroy(side));
   if (ctx) COCCL_CUDA_WARN(cudaFree(ctx));  // waits for this process's kernels
+  if (phases) COCCL_CUDA_WARN(cudaFree(phases));
   region.reset();
   if (host) COCCL_CUDA_WARN(cudaFreeHost(host));
   if (prev >= 0) (void)cudaSetDevice(prev);
@@ -173,6 +174,14 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
     ctx.lay = m.lay;
     ctx.host = m.hostDev;
     for (int r = 0; r < p; ++r) ctx.base[r] = m.region->peer(r);
+    if (c.config().phaseTimes) {
+      const size_t bytes = sizeof(uint64_t) * dev::kMaxBlocks * dev::kPhaseWords;
+      void* pp = nullptr;
+      COCCL_CUDA_CHECK(cudaMalloc(&pp, bytes));
+      m.phases = static_cast<uint64_t*>(pp);
+      COCCL_CUDA_CHECK(cudaMemset(pp, 0, bytes));
+      ctx.phases = m.phases;
+    }
     void* cp = nullptr;
     COCCL_CUDA_CHECK(cudaMalloc(&cp, sizeof(dev::Ctx)));
     m.ctx = static_cast<dev::Ctx*>(cp);
@@ -217,6 +226,18 @@ std::unique_ptr<CudaIpcExecutor> CudaIpcExecutor::probe(CommContext& c, int dev,
 }
 
 int CudaIpcExecutor::cudaDevice() const { return impl_->device; }
+
+bool CudaIpcExecutor::phaseTimes(std::vector<uint64_t>* words) const {
+  const Impl& m = *impl_;
+  if (!m.phases) return false;
+  std::vector<uint64_t> all(static_cast<size_t>(dev::kMaxBlocks) * dev::kPhaseWords);
+  DeviceGuard g(m.device);
+  COCCL_CUDA_CHECK(
+      cudaMemcpy(all.data(), m.phases, all.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  words->assign(dev::kPhaseWords, 0);
+  for (size_t i = 0; i < all.size(); ++i) (*words)[i % dev::kPhaseWords] += all[i];
+  return true;
+}
 
 bool CudaIpcExecutor::supports(const CollRequest& r) const {
   if (r.mem != MemKind::Device || r.interCodec) return false;  // two-level: host or NCCL

@@ -49,6 +49,8 @@ class CudaIpcExecutor final : public Executor {
   // so the staging may be freed. Throws on a dead peer or timeout.
   void quiesce() override;
   int cudaDevice() const override;
+  // COCCL_PHASE_TIMES=1: the fused collective kernels' phase counters (dev_types.h PhaseWord).
+  bool phaseTimes(std::vector<uint64_t>* words) const override;
 
   struct Impl;  // (public for executor_impl.h's IpcMover only)
 

@@ -143,8 +143,36 @@ struct Ctx {
   uint64_t timeoutNs;
   Layout lay;
   HostState* host;  // device pointer of the mapped host state
+  // COCCL_PHASE_TIMES=1: device memory of kMaxBlocks x kPhaseWords counters (PhaseWord) that
+  // block b of every collective kernel adds its phases' times to; null: not timed.
+  uint64_t* phases;
   char* base[kMaxRanks];  // every rank's region, as mapped on this rank
 };
+
+// The collective kernels' phases (COCCL_PHASE_TIMES, kernel_common.cuh PhaseClock), in the
+// order of cocclPhase_t (coccl_query.h): nanoseconds of %globaltimer summed over rounds, per
+// block. Reduce family: kPhPushWait / kPhPush the encode-on-send into the owners' inboxes (the
+// wait for their free flags, then the work and the signal), kPhOwnWait / kPhOwn the owner step
+// (the wait for the inputs, then the reduce, its encode and the own output), kPhPullWait /
+// kPhPull the decode of every owner's result. Gather family: kPhPush* the producer's encode into
+// its outbox (and its own output), kPhPull* the decode of the peers' outboxes. kPhAgree: the
+// call's agreement; kPhTotal: the block's time from its start to its end.
+enum PhaseWord : int {
+  kPhAgree = 0,
+  kPhPushWait,
+  kPhPush,
+  kPhOwnWait,
+  kPhOwn,
+  kPhPullWait,
+  kPhPull,
+  kPhTotal,
+  kPhases,
+  kPhRuns = kPhases,  // kernels block b ran
+  kPhRounds,          // rounds block b ran
+  kPhaseWords
+};
+static_assert(kPhases == 8 && kPhaseWords == 10,
+              "cocclPhase_t (coccl_query.h) and cocclCommGetPhaseTimes follow this order");
 
 enum class Coll : int32_t { AllReduce = 0, ReduceScatter = 1, Reduce = 2, AllGather = 3, Broadcast = 4 };
 

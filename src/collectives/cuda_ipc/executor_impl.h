@@ -34,6 +34,7 @@ struct CudaIpcExecutor::Impl {
   dev::HostState* host = nullptr;     // host view of the mapped state
   dev::HostState* hostDev = nullptr;  // its device view
   dev::Ctx* ctx = nullptr;            // device memory
+  uint64_t* phases = nullptr;         // COCCL_PHASE_TIMES: kMaxBlocks x kPhaseWords (device memory)
   cudaStream_t side = nullptr;        // internal stream (abort)
   cudaEvent_t joinIn[kIpcEvents] = {};
   cudaEvent_t joinOut = nullptr;

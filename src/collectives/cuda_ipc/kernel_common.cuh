@@ -28,6 +28,9 @@ struct Chan {
   uint32_t pendCode;
   int pendPeer;
   uint64_t callId;  // the call descriptor's hash word this kernel carries (0: none)
+  // COCCL_PHASE_TIMES (Ctx::phases set): lane 0's clock (phaseStart / phaseMark / phaseEnd)
+  uint64_t phStart, phLast;
+  uint64_t ph[kPhases];
 };
 
 __device__ __forceinline__ int tid() { return static_cast<int>(threadIdx.x); }
@@ -194,6 +197,42 @@ __device__ __forceinline__ bool chanBegin(Chan& ch, const Ctx* g) {
   }
   __syncthreads();
   return !ch.failed;
+}
+
+// ---- phase times (COCCL_PHASE_TIMES; dev_types.h PhaseWord) ----------------------------------
+// Lane 0 reads %globaltimer at each phase's end, after a barrier (so the block's work of the
+// phase is done; the barrier is there only while timing), and adds the time since the last mark
+// to ch.ph[slot]; phaseEnd adds them, the block's whole time and its rounds to the block's
+// counters in Ctx::phases (device memory: no host round trip in the kernel). Off (Ctx::phases
+// null): one uniform test of shared memory at each mark.
+__device__ __forceinline__ void phaseStart(Chan& ch) {
+  if (ch.c.phases && tid() == 0) {
+    ch.phStart = ch.phLast = ipc::globalTimerNs();
+    for (int i = 0; i < kPhases; ++i) ch.ph[i] = 0;
+  }
+}
+
+__device__ __forceinline__ void phaseMark(Chan& ch, int slot) {
+  if (!ch.c.phases) return;
+  __syncthreads();
+  if (tid() == 0) {
+    const uint64_t t = ipc::globalTimerNs();
+    ch.ph[slot] += t - ch.phLast;
+    ch.phLast = t;
+  }
+}
+
+// After the rounds; a block that failed adds nothing.
+__device__ __forceinline__ void phaseEnd(Chan& ch, uint32_t rounds) {
+  if (!ch.c.phases) return;
+  __syncthreads();
+  if (tid() == 0 && !ch.failed) {
+    uint64_t* o = ch.c.phases + static_cast<uint64_t>(ch.b) * kPhaseWords;
+    for (int i = 0; i < kPhTotal; ++i) o[i] += ch.ph[i];
+    o[kPhTotal] += ipc::globalTimerNs() - ch.phStart;
+    o[kPhRuns] += 1;
+    o[kPhRounds] += rounds;
+  }
 }
 
 // ---- per-call agreement (collectives/call_desc.h) -----------------------------------------

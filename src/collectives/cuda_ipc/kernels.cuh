@@ -104,16 +104,19 @@ __device__ bool reduceRounds(Chan& ch, const ReduceArgs& a, const uint8_t** ins)
       const int j = (me + d) % p;
       if (red && j != a.root) continue;
       if (!waitPeers(ch, L.offFree, 2, j)) return false;
+      phaseMark(ch, kPhPushWait);
       const Range sh = shardOf(j);
       const Range pt = partOf(sh.count, k, ch.b, nb, a.unit, a.partCap);
       M::push(a, in + (sh.begin + pt.begin) * es, pt.count, inboxAt(ch, j, me, ch.seq[j]));
       __syncthreads();
       signalPeers(ch, L.offPush, j);
+      phaseMark(ch, kPhPush);
     }
     // 2. owner: decode-reduce-(re-encode) of the p inputs of its shard
     if (!red || me == a.root) {
       if (!waitPeers(ch, L.offPush, 0)) return false;
       if (ar && !waitPeers(ch, L.offFree, 2)) return false;
+      phaseMark(ch, kPhOwnWait);
       const Range sh = shardOf(me);
       const Range pt = partOf(sh.count, k, ch.b, nb, a.unit, a.partCap);
       if (tid() < p)
@@ -125,15 +128,18 @@ __device__ bool reduceRounds(Chan& ch, const ReduceArgs& a, const uint8_t** ins)
       M::own(a, ins, p, me, pt.count, userOut, ar ? outboxAt(ch, me) : nullptr);
       __syncthreads();
       if (ar) signalPeers(ch, L.offPull);
+      phaseMark(ch, kPhOwn);
     }
     // 3. AllReduce: every owner's result part, decoded from the same bytes on every rank
     if (ar) {
       for (int d = 1; d < p; ++d) {
         const int j = (me + d) % p;
         if (!waitPeers(ch, L.offPull, 0, j)) return false;
+        phaseMark(ch, kPhPullWait);
         const Range sh = shardOf(j);
         const Range pt = partOf(sh.count, k, ch.b, nb, a.unit, a.partCap);
         M::pull(a, outboxAt(ch, j), pt.count, out + (sh.begin + pt.begin) * es);
+        phaseMark(ch, kPhPull);
       }
     }
     __syncthreads();
@@ -146,8 +152,13 @@ template <class M>
 __device__ void reduceKernelBody(const Ctx* g, const ReduceArgs& a) {
   __shared__ Chan ch;
   __shared__ const uint8_t* ins[kMaxRanks];
-  if (chanBegin(ch, g) && agreeCall(ch, a.desc)) {
-    reduceRounds<M>(ch, a, ins);  // on failure ch.failed is set
+  if (chanBegin(ch, g)) {
+    phaseStart(ch);
+    if (agreeCall(ch, a.desc)) {
+      phaseMark(ch, kPhAgree);
+      reduceRounds<M>(ch, a, ins);  // on failure ch.failed is set
+    }
+    phaseEnd(ch, a.rounds);
   }
   chanEnd(ch);
 }
@@ -168,16 +179,20 @@ __device__ bool gatherRounds(Chan& ch, const GatherArgs& a) {
     const Range pt = partOf(a.count, k, ch.b, nb, a.unit, a.partCap);
     if (!bc || me == a.root) {
       if (!waitPeers(ch, L.offFree, 2)) return false;
+      phaseMark(ch, kPhPushWait);
       M::produce(a, in + pt.begin * es, pt.count, outboxAt(ch, me),
                  out + (slot(me) + pt.begin) * es);
       __syncthreads();
       signalPeers(ch, L.offPull);
+      phaseMark(ch, kPhPush);
     }
     for (int d = 1; d < p; ++d) {
       const int j = (me + d) % p;
       if (bc && j != a.root) continue;
       if (!waitPeers(ch, L.offPull, 0, j)) return false;
+      phaseMark(ch, kPhPullWait);
       M::consume(a, outboxAt(ch, j), pt.count, out + (slot(j) + pt.begin) * es);
+      phaseMark(ch, kPhPull);
     }
     __syncthreads();
     signalPeers(ch, L.offFree);
@@ -188,8 +203,13 @@ __device__ bool gatherRounds(Chan& ch, const GatherArgs& a) {
 template <class M>
 __device__ void gatherKernelBody(const Ctx* g, const GatherArgs& a) {
   __shared__ Chan ch;
-  if (chanBegin(ch, g) && agreeCall(ch, a.desc)) {
-    gatherRounds<M>(ch, a);
+  if (chanBegin(ch, g)) {
+    phaseStart(ch);
+    if (agreeCall(ch, a.desc)) {
+      phaseMark(ch, kPhAgree);
+      gatherRounds<M>(ch, a);
+    }
+    phaseEnd(ch, a.rounds);
   }
   chanEnd(ch);
 }

@@ -353,6 +353,7 @@ struct PlanSpace {
                                      "fp8_ash_ds:block=64,rotate=0"};
   std::vector<size_t> counts = {1, 7, 33, 130, 1001, 4099};
   int kinds = 9;
+  bool timePhases = false;  // COCCL_PHASE_TIMES: Ctx::phases set on every rank, then checked
 };
 
 std::vector<Op> plan(int p, uint64_t seed, int n, const PlanSpace& sp = PlanSpace()) {
@@ -396,12 +397,47 @@ std::vector<Op> plan(int p, uint64_t seed, int n, const PlanSpace& sp = PlanSpac
   return ops;
 }
 
+// The phase counters (dev_types.h PhaseWord) after a run: channel 0 runs in every collective
+// call, so its kernel count is the number of collectives; every block ran at least one round a
+// kernel; the phases of a block lie inside its whole time; nothing past the channels.
+void checkPhases(const World& w, const std::vector<Op>& ops,
+                 const std::vector<std::vector<uint64_t>>& phases) {
+  uint64_t colls = 0;
+  for (const Op& o : ops) colls += o.kind == K::Ring || o.kind == K::AllToAll ? 0 : 1;
+  ASSERT_GT(colls, 0u);
+  for (int r = 0; r < w.p; ++r)
+    for (int b = 0; b < kMaxBlocks; ++b) {
+      const uint64_t* c = &phases[r][static_cast<size_t>(b) * kPhaseWords];
+      if (b >= w.nb) {
+        for (int i = 0; i < kPhaseWords; ++i) EXPECT_EQ(c[i], 0u) << "rank " << r << " block " << b;
+        continue;
+      }
+      if (b == 0) {
+        EXPECT_EQ(c[kPhRuns], colls) << "rank " << r;
+        EXPECT_GT(c[kPhTotal], 0u) << "rank " << r;
+      }
+      EXPECT_GE(c[kPhRounds], c[kPhRuns]) << "rank " << r << " block " << b;
+      uint64_t parts = 0;
+      for (int i = 0; i < kPhTotal; ++i) parts += c[i];
+      EXPECT_LE(parts, c[kPhTotal]) << "rank " << r << " block " << b;
+      if (c[kPhRuns] == 0) {
+        EXPECT_EQ(c[kPhTotal], 0u) << "rank " << r << " block " << b;
+      }
+    }
+}
+
 void runWorld(int p, int nb, uint64_t staging, uint64_t seed, int nops,
               const PlanSpace& sp = PlanSpace(), uint64_t blockBytes = kCallBlockBytes,
               int minBlocks = kMinCallBlocks) {
   World w(p, nb, staging);
   w.blockBytes = blockBytes;
   w.minBlocks = minBlocks;
+  std::vector<std::vector<uint64_t>> phases(static_cast<size_t>(p));
+  if (sp.timePhases)
+    for (int r = 0; r < p; ++r) {
+      phases[r].assign(static_cast<size_t>(kMaxBlocks) * kPhaseWords, 0);
+      w.ctx[static_cast<size_t>(r)].phases = phases[r].data();
+    }
   const std::vector<Op> ops = plan(p, seed, nops, sp);
   if (std::getenv("COCCL_EMU_VERBOSE"))
     for (size_t i = 0; i < ops.size(); ++i)
@@ -489,6 +525,7 @@ void runWorld(int p, int nb, uint64_t staging, uint64_t seed, int nops,
         EXPECT_EQ(seqRQ, seqQR) << "pair " << r << "," << q << " block " << b;
         EXPECT_EQ(reinterpret_cast<const uint64_t*>(mr + w.lay.offFree)[i], seqRQ);
       }
+  if (sp.timePhases) checkPhases(w, ops, phases);
 }
 
 TEST(DeviceEmulated, TwoRanks) { runWorld(2, 3, 24 << 10, 11, 150); }
@@ -510,6 +547,15 @@ TEST(DeviceEmulated, LargeBlocksManyRounds) {
   sp.kinds = 5;
   runWorld(2, 3, 64 << 10, 16, 40, sp);
   runWorld(3, 2, 64 << 10, 17, 30, sp);
+}
+
+// COCCL_PHASE_TIMES: the kernels time their phases (a barrier at each phase's end) and give
+// the same bytes.
+TEST(DeviceEmulated, PhaseTimes) {
+  PlanSpace sp;
+  sp.timePhases = true;
+  runWorld(3, 3, 24 << 10, 21, 80, sp);
+  runWorld(2, 4, 32 << 10, 22, 60, sp, 1024, 1);
 }
 
 // COCCL_DEVICE_BLOCKS=0: on a GPU of its own a communicator takes 128 blocks (at most what the
