@@ -40,11 +40,12 @@ NAMES = ["agree", "push_wait", "push", "own_wait", "own", "pull_wait", "pull", "
 
 def parse(path):
     runs, cur = [], None
-    head = re.compile(r"^=== np=(\d+) (\S+) (\S+)")
+    head = re.compile(r"^=== np=(\d+) (\S+) (\S+)(.*)")
     for line in open(path, errors="replace"):
         m = head.match(line)
         if m:
-            cur = {"np": int(m.group(1)), "coll": m.group(2), "codec": m.group(3), "rows": []}
+            cur = {"np": int(m.group(1)), "coll": m.group(2), "codec": m.group(3),
+                   "label": m.group(4).strip(), "rows": []}
             runs.append(cur)
             continue
         if cur is None:
@@ -98,7 +99,8 @@ def main():
         rows = [r for r in run["rows"] if "ph" in r]
         if not rows:
             continue
-        print(f"\n{run['coll']} {run['codec']}, {run['np']} processes on one GPU: us a call "
+        print(f"\n{run['coll']} {run['codec']} {run['label']}, {run['np']} processes on one "
+              f"GPU: us a call "
               f"(one block's phases), then the model's busbw (GB/s) on G GPUs, today's "
               f"kernel / overlapped")
         cols = ["size", "time", "busbw"] + NAMES[:8] + ["rounds", "blocks"]

@@ -1,5 +1,6 @@
-// The chunk codec functions of src/kernels/cuda/chunk_codec.cuh (the tile implementations
-// encodeChunkT / decodeChunkT / reduceChunkT) as the collective kernels call them: the codec
+// The codec loops of src/kernels/cuda (tile_loops.cuh's encode / decode, reduce_staged.cuh's
+// owner step, each staged through shared memory or direct) as the collective kernels call them
+// on a block's part of a round: the codec
 // family and block size G are template parameters of the whole kernel (one kernel per family,
 // G and element type, picked on the host), so each kernel inlines exactly one codec. (A single
 // kernel with a run-time switch inlining all of them takes ptxas tens of GB and many minutes;
@@ -10,37 +11,93 @@
 
 #include <cstdint>
 
+#include "collectives/cuda_ipc/dev_types.h"
 #include "kernels/codec_desc.h"
 #include "kernels/cuda/chunk_codec.cuh"
+#include "kernels/cuda/reduce_staged.cuh"
+
+// COCCL_IPC_STAGED=0 builds the collective kernels without staging (the direct loops
+// everywhere) for side-by-side timings; 1 (the default) stages where the launcher could give the
+// kernel its shared memory (kernels_codec.inc).
+#ifndef COCCL_IPC_STAGED
+#define COCCL_IPC_STAGED 1
+#endif
 
 namespace coccl {
 namespace dev {
+
+#if defined(COCCL_DEVICE_EMULATION)
+constexpr unsigned kEmuStageBytes = 1u << 17;  // an emulated block's rings (2 warps of 64 KiB)
+#endif
 
 // Every warp of the block, together.
 __device__ __forceinline__ kdev::WarpSet blockWarps() {
   return kdev::WarpSet{static_cast<int>(threadIdx.x >> 5), static_cast<int>(blockDim.x >> 5)};
 }
 
+// This warp's `bytes` of the kernel's dynamic shared memory (16-byte aligned). The CPU
+// emulation (tests/gpu/emu: a block is one OS thread) has a buffer per block instead.
+__device__ __forceinline__ uint8_t* warpStageOf(int bytes) {
+#if defined(COCCL_DEVICE_EMULATION)
+  alignas(16) static thread_local uint8_t emu[kEmuStageBytes];
+  return emu + (threadIdx.x >> 5) * static_cast<unsigned>(bytes);
+#else
+  extern __shared__ uint4 ipcStageSmem[];
+  return reinterpret_cast<uint8_t*>(ipcStageSmem) +
+         (threadIdx.x >> 5) * static_cast<unsigned>(bytes);
+#endif
+}
+
+// The phases run the codec kernels' staged loops (tile_loops.cuh, reduce_staged.cuh: a warp's
+// next tile copied into its ring of shared memory by cp.async while this one is coded) on the
+// block's warps when `stage` (warpStage()) is set, else the direct loops; the bytes are the
+// same either way.
 template <class Fam, int G, class Tag>
 struct CodecOps {
   using T = typename Tag::T;
+  using ReduceShape = typename kdev::TileRun<G, sizeof(T), COCCL_REDUCE_TILE_ELEMS>::Shape;
+  using CodeShape = kdev::TileShapeFor<Fam, G, Tag>;
+  // shared memory a warp: the largest of the three rings (the phases take turns)
+  static constexpr int kEncodeBytes = kdev::EncodeStage<CodeShape, Tag>::kBytes;
+  static constexpr int kDecodeBytes = kdev::DecodeStage<CodeShape>::kBytes;
+  static constexpr int kReduceBytes = kdev::ReduceStage<ReduceShape, Tag>::kBytes;
+  static constexpr int kStageBytes = kEncodeBytes > kDecodeBytes
+                                         ? (kEncodeBytes > kReduceBytes ? kEncodeBytes
+                                                                        : kReduceBytes)
+                                         : (kDecodeBytes > kReduceBytes ? kDecodeBytes
+                                                                        : kReduceBytes);
+  static constexpr int kSmemBytes = COCCL_IPC_STAGED ? kStageBytes * (kThreads / 32) : 0;
+  static_assert(kStageBytes % 16 == 0, "16-byte aligned rings");
+
+  // this warp's ring when the kernel has its shared memory (staged), else null
+  __device__ __forceinline__ static uint8_t* warpStage(bool staged) {
+    if constexpr (kSmemBytes == 0) {
+      return nullptr;
+    } else {
+      return staged ? warpStageOf(kStageBytes) : nullptr;
+    }
+  }
   // payload (codecPayloadBytes(d, n) bytes) = encode(in[0, n))
   __device__ __forceinline__ static void encode(const CodecDesc& d, const T* in, uint64_t n,
-                                                uint8_t* payload) {
-    if (n) kdev::encodeChunkT<Fam, G, Tag>(d, in, n, payload, blockWarps());
+                                                uint8_t* payload, uint8_t* stage) {
+    const kdev::WarpSet ws = blockWarps();
+    if (n) kdev::encodeTilesStaged<Fam, G, Tag>(d, in, n, payload, ws.warp, ws.nwarps, stage);
   }
   __device__ __forceinline__ static void decode(const CodecDesc& d, const uint8_t* payload,
-                                                uint64_t n, T* out) {
-    if (n) kdev::decodeChunkT<Fam, G, Tag>(d, payload, n, out, blockWarps());
+                                                uint64_t n, T* out, uint8_t* stage) {
+    const kdev::WarpSet ws = blockWarps();
+    if (n) kdev::decodeTilesStaged<Fam, G, Tag>(d, payload, n, out, ws.warp, ws.nwarps, stage);
   }
   // acc = sum over r in rank order of (r == self ? selfIn : decode(ins[r])), times scale; then
   // outPayload: encode(acc) there and userOut = decode of it; else userOut = acc rounded.
   __device__ __forceinline__ static void reduce(const CodecDesc& d, const uint8_t* const* ins,
                                                 int p, int self, const T* selfIn, uint64_t n,
-                                                float scale, uint8_t* outPayload, T* userOut) {
+                                                float scale, uint8_t* outPayload, T* userOut,
+                                                uint8_t* stage) {
+    const kdev::WarpSet ws = blockWarps();
     if (n)
-      kdev::reduceChunkT<Fam, G, Tag>(d, ins, p, self, selfIn, n, scale, outPayload, userOut,
-                                      blockWarps());
+      kdev::reduceTilesStaged<Fam, G, Tag>(d, ins, p, self, selfIn, n, scale, outPayload, userOut,
+                                           ws.warp, ws.nwarps, stage);
   }
 };
 

@@ -197,6 +197,9 @@ struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
   int32_t avgDiv;   // p (AVG, exact)
   int32_t esize;    // bytes per element
   int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
+  // compressed: the kernel was launched with its codec rings of shared memory (codec_ops.cuh;
+  // set by the launcher, kernels_codec.inc), which its phases then stage through
+  int32_t staged;
   CodecDesc codec;
   AgreeDesc desc;   // compared with every peer's before any data moves (agreeCall)
 };
@@ -214,7 +217,7 @@ struct GatherArgs {  // AllGather, Broadcast
   uint32_t rounds;
   int32_t esize;    // bytes per element (exact: 1, counts are bytes)
   int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
-  int32_t pad;
+  int32_t staged;   // as ReduceArgs::staged
   CodecDesc codec;
   AgreeDesc desc;   // compared with every peer's before any data moves (agreeCall)
 };

@@ -36,25 +36,26 @@ struct CodecMode {
   using T = typename Tag::T;
   using Ops = CodecOps<Fam, G, Tag>;
   __device__ static void push(const ReduceArgs& a, const char* src, uint64_t n, uint8_t* dst) {
-    Ops::encode(a.codec, reinterpret_cast<const T*>(src), n, dst);
+    Ops::encode(a.codec, reinterpret_cast<const T*>(src), n, dst, Ops::warpStage(a.staged));
   }
   __device__ static void own(const ReduceArgs& a, const uint8_t* const* ins, int p, int self,
                              uint64_t n, char* userOut, uint8_t* outbox) {
     Ops::reduce(a.codec, ins, p, self, reinterpret_cast<const T*>(ins[self]), n, a.scale, outbox,
-                reinterpret_cast<T*>(userOut));
+                reinterpret_cast<T*>(userOut), Ops::warpStage(a.staged));
   }
   __device__ static void pull(const ReduceArgs& a, const uint8_t* src, uint64_t n, char* dst) {
-    Ops::decode(a.codec, src, n, reinterpret_cast<T*>(dst));
+    Ops::decode(a.codec, src, n, reinterpret_cast<T*>(dst), Ops::warpStage(a.staged));
   }
   // Gather family: encode own part into the outbox and decode it into the own output slot.
   __device__ static void produce(const GatherArgs& a, const char* src, uint64_t n, uint8_t* ob,
                                  char* dst) {
-    Ops::encode(a.codec, reinterpret_cast<const T*>(src), n, ob);
+    uint8_t* stage = Ops::warpStage(a.staged);
+    Ops::encode(a.codec, reinterpret_cast<const T*>(src), n, ob, stage);
     __syncthreads();
-    Ops::decode(a.codec, ob, n, reinterpret_cast<T*>(dst));
+    Ops::decode(a.codec, ob, n, reinterpret_cast<T*>(dst), stage);
   }
   __device__ static void consume(const GatherArgs& a, const uint8_t* src, uint64_t n, char* dst) {
-    Ops::decode(a.codec, src, n, reinterpret_cast<T*>(dst));
+    Ops::decode(a.codec, src, n, reinterpret_cast<T*>(dst), Ops::warpStage(a.staged));
   }
 };
 
@@ -404,9 +405,10 @@ __device__ __forceinline__ void p2pKernelBody(const Ctx* g, const P2PArgs& a) {
 // `kernel` that one SM holds at once (0 when the query fails). The residency queries of
 // kernels_exact.cu and kernels_codec.inc (launch.h) take the minimum over their kernels.
 template <class K>
-void leastResident(int& least, K kernel) {
+void leastResident(int& least, K kernel, int smemBytes = 0) {
   int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, 0) != cudaSuccess) n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smemBytes) != cudaSuccess)
+    n = 0;
   least = least < 0 || n < least ? n : least;
 }
 

@@ -106,7 +106,8 @@ __device__ __noinline__ void decodeTilesCold(const CodecDesc d, const uint8_t* p
 
 // ---- staged ----------------------------------------------------------------------------------
 
-// `stage`: this warp's EncodeStage<S, Tag>::kBytes of shared memory, 16-byte aligned.
+// `stage`: this warp's EncodeStage<S, Tag>::kBytes of shared memory, 16-byte aligned, or null
+// (nothing staged: the direct loop).
 template <class Fam, int G, class Tag>
 __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const typename Tag::T* in,
                                                   size_t n, uint8_t* payload, int warp,
@@ -122,11 +123,11 @@ __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const type
   const bool aligned = ((reinterpret_cast<uintptr_t>(in) & 15u) |
                         (reinterpret_cast<uintptr_t>(payload) & (S::kE0 - 1))) == 0;
   // tiles [0, nstaged): all elements inside n, aligned buffers
-  const size_t nstaged = aligned ? n / Geom::kElems : 0;
+  const size_t nstaged = stage != nullptr && aligned ? n / Geom::kElems : 0;
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int group = lane / S::kL, lig = lane % S::kL;
   const size_t stride = static_cast<size_t>(nwarps);
-  const SmemAddr ring = smemAddr(stage);
+  const SmemAddr ring = stage != nullptr ? smemAddr(stage) : SmemAddr{};
   const SmemAddr readBase = ring + St::readOffset(group, lig);
   const uint8_t* src = reinterpret_cast<const uint8_t*>(in);
   constexpr PayloadGeometry geo = tileGeometry<S>();
@@ -176,7 +177,7 @@ __device__ __forceinline__ void encodeTilesStaged(const CodecDesc& d, const type
   if (t < ntiles) encodeTilesCold<Fam, G, Tag>(d, in, n, payload, t, nwarps);
 }
 
-// `stage`: this warp's DecodeStage<S>::kBytes of shared memory, 16-byte aligned.
+// `stage`: this warp's DecodeStage<S>::kBytes of shared memory, 16-byte aligned, or null.
 template <class Fam, int G, class Tag>
 __device__ __forceinline__ void decodeTilesStaged(const CodecDesc& d, const uint8_t* payload,
                                                   size_t n, typename Tag::T* out, int warp,
@@ -193,11 +194,11 @@ __device__ __forceinline__ void decodeTilesStaged(const CodecDesc& d, const uint
   const bool aligned =
       ((reinterpret_cast<uintptr_t>(payload) | reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
   // tiles [0, nstaged): whole blocks only (every output element inside n), aligned buffers
-  const size_t nstaged = aligned ? n / G / Geom::kBlocks : 0;
+  const size_t nstaged = stage != nullptr && aligned ? n / G / Geom::kBlocks : 0;
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int group = lane / S::kL, lig = lane % S::kL;
   const size_t stride = static_cast<size_t>(nwarps);
-  const SmemAddr ring = smemAddr(stage);
+  const SmemAddr ring = stage != nullptr ? smemAddr(stage) : SmemAddr{};
   const SmemAddr readBase = ring + St::readOffset(group, lig);
   const SmemAddr wordBase = ring + St::wordOffset(group);
   size_t tf = static_cast<size_t>(warp);
