@@ -52,7 +52,8 @@ def parse(path):
             continue
         f = line.split()
         if line.startswith("#  phases") and cur["rows"]:
-            vals = dict(zip(f[4::2], map(float, f[5::2])))
+            g = line.split("):", 1)[1].split()  # name value pairs after the label
+            vals = dict(zip(g[0::2], map(float, g[1::2])))
             cur["rows"][-1]["ph"] = vals
         elif len(f) >= 17 and f[0].isdigit() and f[1].isdigit():
             ratio = float(f[-3]) if f[-3] not in ("-", "nan") else 1.0

@@ -90,6 +90,7 @@ CommConfig makeConfig(const cocclConfig_t* user) {
   c.ncclCallCheck = static_cast<int>(e.ncclCallCheck);
   c.stagedCallCheck = e.stagedCallCheck != 0;
   c.phaseTimes = e.phaseTimes != 0;
+  c.deviceCodecRings = e.deviceCodecRings != 0;
   c.twoLevelPipeline = e.twoLevelPipeline != 0;
   if (cfg.commName) c.name = cfg.commName;
   if (cfg.worldRank != COCCL_CONFIG_UNDEF_INT) {

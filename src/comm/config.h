@@ -44,6 +44,7 @@ struct CommConfig {
   int ncclCallCheck = static_cast<int>(env_default::ncclCallCheck);  // agreement over NCCL: 0-2
   bool stagedCallCheck = env_default::stagedCallCheck != 0;  // ... of the staged pipeline (IPC)
   bool phaseTimes = env_default::phaseTimes != 0;  // COCCL_PHASE_TIMES (cocclCommGetPhaseTimes)
+  bool deviceCodecRings = env_default::deviceCodecRings != 0;    // COCCL_DEVICE_CODEC_RINGS
   bool twoLevelPipeline = env_default::twoLevelPipeline != 0;    // device hier: pieces overlap
   // CUDA device current on the thread that called cocclCommInitRank (-1: none / CUDA not in use
   // by the process); the device executors use it (deferred group inits run on other threads).

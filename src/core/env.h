@@ -44,6 +44,7 @@ struct Env {
   int64_t ncclCallCheck;       // COCCL_NCCL_CALL_CHECK
   int64_t stagedCallCheck;     // COCCL_STAGED_CALL_CHECK
   int64_t phaseTimes;          // COCCL_PHASE_TIMES
+  int64_t deviceCodecRings;    // COCCL_DEVICE_CODEC_RINGS
   int64_t deviceStagingBytes;  // COCCL_DEVICE_STAGING_BYTES
   int64_t deviceBlocks;        // COCCL_DEVICE_BLOCKS (0: auto)
   std::string deviceTransport;  // COCCL_DEVICE_TRANSPORT (auto | cuda_ipc | nccl)

@@ -13,6 +13,7 @@
 #   each      every test of test_device_collectives on its own (timeout EACH_TIMEOUT s, default
 #             150), one log per test under $OUT/each: a hang costs one test, not the run
 #   sanitize  compute-sanitizer memcheck and racecheck on a small 2-rank case of every collective
+#             and on DevicePhaseTimes (2 MiB calls: the codec rings' cp.async copies staged)
 #   perf      coccl_perf --mem device all_reduce, 2 and 4 processes, uncompressed vs fp8_ash_ds,
 #             1 MiB .. 1 GiB; --input on the real TP tensors at 4 ranks, device and host path
 #   plugin    examples/codec_plugin (q8) against an install of the build, loaded by bare name:
@@ -35,6 +36,10 @@
 #             (perf/scripts/call_check_cost.sh: COCCL_NCCL_CALL_CHECK=0 vs 1, 2 and 3 processes,
 #             all_reduce, reduce_scatter, all_gather, bf16 fp8_ash_ds, 64 KiB .. 16 MiB, 3
 #             rounds): the median time per call and its ratio, in call_check_cost.txt
+#   perf_phases the CUDA IPC collectives' phase times (coccl_perf --phases) with the codec rings
+#             off and on (COCCL_DEVICE_CODEC_RINGS=0|1), 2 and 4 processes, bf16, 1 MiB ..
+#             256 MiB, and the NVLink model from them (perf/scripts/phase_sweep.sh,
+#             phase_model.py): phase_sweep.txt, phase_model.md
 #   perf_nccl coccl_perf --mem device all_reduce, 2 processes, COCCL_DEVICE_TRANSPORT=nccl (each
 #             rank its own NCCL_HOSTID): NCCL's own AllReduce (--codec none) vs coccl's two-shot
 #             through fp8_ash_ds and int8 over NCCL send/recv, bf16 and fp32, 1 MiB .. 256 MiB
@@ -121,9 +126,10 @@ if has sanitize; then
   if command -v compute-sanitizer > /dev/null && [ -n "$TBIN" ]; then
     : > "$OUT/sanitizer.log"
     for tool in memcheck racecheck; do
-      log "compute-sanitizer --tool $tool (DeviceSmoke, 2 ranks)"
+      log "compute-sanitizer --tool $tool (DeviceSmoke, DevicePhaseTimes: 2 ranks, rings off/on)"
       timeout 150 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
-        "$TBIN" --gtest_filter='DeviceSmoke.*' --gtest_color=no >> "$OUT/sanitizer.log" 2>&1
+        "$TBIN" --gtest_filter='DeviceSmoke.*:DevicePhaseTimes.*' --gtest_color=no \
+        >> "$OUT/sanitizer.log" 2>&1
       rc=$?
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | tail -6 \
         | tee -a "$SUMMARY"
@@ -156,7 +162,8 @@ launch() {
 }
 
 if [ "${USE_MPS:-0}" = 1 ] &&
-  { has perf || has perf_nccl || has perf_hier || has perf_pp || has perf_check || has plugin; } &&
+  { has perf || has perf_nccl || has perf_hier || has perf_pp || has perf_check || has plugin ||
+    has perf_phases; } &&
   command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/coccl-mps-pipe-$$ CUDA_MPS_LOG_DIRECTORY=/tmp/coccl-mps-log-$$
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -275,6 +282,19 @@ if has perf_check; then
     log "perf_check exit $rc"
     [ $rc -ne 0 ] && status=1
     grep -E " 1 [0-9]+ " "$OUT/call_check_cost_summary.txt" | sed 's/^/    /' >> "$SUMMARY"
+  fi
+fi
+
+# ---- the CUDA IPC kernels' phase times, codec rings off and on ----------------------------------
+if has perf_phases; then
+  if [ -z "$PERF" ]; then
+    log "perf_phases: no coccl_perf under $BDIR"
+    status=1
+  else
+    OUT=$OUT bash perf/scripts/phase_sweep.sh "$PERF" > "$OUT/phase_sweep_summary.txt" 2>&1
+    rc=$?
+    log "perf_phases exit $rc (phase_sweep.txt, phase_model.md)"
+    [ $rc -ne 0 ] && status=1
   fi
 fi
 

@@ -230,45 +230,49 @@ TEST(DeviceSmoke, EveryCollectiveSmall) {
 
 // COCCL_PHASE_TIMES=1: every collective kernel adds its blocks' phases to the counters that
 // cocclCommGetPhaseTimes reads, the results stay the host path's, and the phases add up to no
-// more than the blocks' whole time.
+// more than the blocks' whole time; with the codec rings off and on (COCCL_DEVICE_CODEC_RINGS:
+// the same bytes either way; ranks that differ are the CPU emulation's DeviceEmulated cases).
 TEST(DevicePhaseTimes, CountedAndResultsUnchanged) {
   COCCL_REQUIRE_GPU();
-  GpuRunOptions o;
-  o.env = {{"COCCL_PHASE_TIMES", "1"}};
-  runGpuRanks(
-      2,
-      [](Rank& r) {
-        cudaStream_t s;
-        CUDA_OK(cudaStreamCreate(&s));
-        CodecHandle codec("fp8_ash_ds");
-        cocclPhaseTimes_t t0{};
-        ASSERT_EQ(cocclCommGetPhaseTimes(r.comm, &t0), cocclSuccess) << cocclGetLastError(r.comm);
-        uint64_t seed = 7;
-        for (DColl coll : {DColl::AllReduce, DColl::ReduceScatter, DColl::AllGather})
-          for (bool compressed : {false, true}) {
-            DCase c;
-            c.coll = coll;
-            c.dt = cocclBfloat16;
-            c.count = (1 << 20) + 5;
-            c.codec = compressed ? codec.c : nullptr;
-            c.seed = ++seed;
-            runAndCompare(r, c, s);
-          }
-        CUDA_OK(cudaStreamSynchronize(s));
-        cocclPhaseTimes_t t1{};
-        ASSERT_EQ(cocclCommGetPhaseTimes(r.comm, &t1), cocclSuccess) << cocclGetLastError(r.comm);
-        const uint64_t runs = t1.blockRuns - t0.blockRuns;
-        EXPECT_GE(runs, 6u * 16u);  // at least 16 blocks a call of 2 MiB
-        EXPECT_GE(t1.rounds - t0.rounds, runs);
-        uint64_t parts = 0;
-        for (int i = 0; i < cocclPhaseTotal; ++i) parts += t1.ns[i] - t0.ns[i];
-        EXPECT_GT(t1.ns[cocclPhaseTotal] - t0.ns[cocclPhaseTotal], 0u);
-        EXPECT_LE(parts, t1.ns[cocclPhaseTotal] - t0.ns[cocclPhaseTotal]);
-        EXPECT_GT(t1.ns[cocclPhaseOwn] - t0.ns[cocclPhaseOwn], 0u);
-        EXPECT_GT(t1.ns[cocclPhasePush] - t0.ns[cocclPhasePush], 0u);
-        cudaStreamDestroy(s);
-      },
-      o);
+  for (const char* rings : {"0", "1"}) {
+    SCOPED_TRACE(std::string("COCCL_DEVICE_CODEC_RINGS=") + rings);
+    GpuRunOptions o;
+    o.env = {{"COCCL_PHASE_TIMES", "1"}, {"COCCL_DEVICE_CODEC_RINGS", rings}};
+    runGpuRanks(
+        2,
+        [](Rank& r) {
+          cudaStream_t s;
+          CUDA_OK(cudaStreamCreate(&s));
+          CodecHandle codec("fp8_ash_ds");
+          cocclPhaseTimes_t t0{};
+          ASSERT_EQ(cocclCommGetPhaseTimes(r.comm, &t0), cocclSuccess) << cocclGetLastError(r.comm);
+          uint64_t seed = 7;
+          for (DColl coll : {DColl::AllReduce, DColl::ReduceScatter, DColl::AllGather})
+            for (bool compressed : {false, true}) {
+              DCase c;
+              c.coll = coll;
+              c.dt = cocclBfloat16;
+              c.count = (1 << 20) + 5;
+              c.codec = compressed ? codec.c : nullptr;
+              c.seed = ++seed;
+              runAndCompare(r, c, s);
+            }
+          CUDA_OK(cudaStreamSynchronize(s));
+          cocclPhaseTimes_t t1{};
+          ASSERT_EQ(cocclCommGetPhaseTimes(r.comm, &t1), cocclSuccess) << cocclGetLastError(r.comm);
+          const uint64_t runs = t1.blockRuns - t0.blockRuns;
+          EXPECT_GE(runs, 6u);  // every call counted its blocks (how many: the GPU's capacity)
+          EXPECT_GE(t1.rounds - t0.rounds, runs);
+          uint64_t parts = 0;
+          for (int i = 0; i < cocclPhaseTotal; ++i) parts += t1.ns[i] - t0.ns[i];
+          EXPECT_GT(t1.ns[cocclPhaseTotal] - t0.ns[cocclPhaseTotal], 0u);
+          EXPECT_LE(parts, t1.ns[cocclPhaseTotal] - t0.ns[cocclPhaseTotal]);
+          EXPECT_GT(t1.ns[cocclPhaseOwn] - t0.ns[cocclPhaseOwn], 0u);
+          EXPECT_GT(t1.ns[cocclPhasePush] - t0.ns[cocclPhasePush], 0u);
+          cudaStreamDestroy(s);
+        },
+        o);
+  }
 }
 
 }  // namespace

@@ -16,13 +16,6 @@
 #include "kernels/cuda/chunk_codec.cuh"
 #include "kernels/cuda/reduce_staged.cuh"
 
-// COCCL_IPC_STAGED=0 builds the collective kernels without staging (the direct loops
-// everywhere) for side-by-side timings; 1 (the default) stages where the launcher could give the
-// kernel its shared memory (kernels_codec.inc).
-#ifndef COCCL_IPC_STAGED
-#define COCCL_IPC_STAGED 1
-#endif
-
 namespace coccl {
 namespace dev {
 
@@ -50,8 +43,9 @@ __device__ __forceinline__ uint8_t* warpStageOf(int bytes) {
 
 // The phases run the codec kernels' staged loops (tile_loops.cuh, reduce_staged.cuh: a warp's
 // next tile copied into its ring of shared memory by cp.async while this one is coded) on the
-// block's warps when `stage` (warpStage()) is set, else the direct loops; the bytes are the
-// same either way.
+// block's warps when `stage` (warpStage()) is set, else the direct loops inline (the code these
+// kernels ran before the rings); the bytes are the same either way. The rings are asked for by
+// COCCL_DEVICE_CODEC_RINGS=1 (ReduceArgs::staged).
 template <class Fam, int G, class Tag>
 struct CodecOps {
   using T = typename Tag::T;
@@ -66,27 +60,34 @@ struct CodecOps {
                                                                         : kReduceBytes)
                                          : (kDecodeBytes > kReduceBytes ? kDecodeBytes
                                                                         : kReduceBytes);
-  static constexpr int kSmemBytes = COCCL_IPC_STAGED ? kStageBytes * (kThreads / 32) : 0;
+  static constexpr int kSmemBytes = kStageBytes * (kThreads / 32);
   static_assert(kStageBytes % 16 == 0, "16-byte aligned rings");
+#if defined(COCCL_DEVICE_EMULATION)
+  static_assert(2 * kStageBytes <= static_cast<int>(kEmuStageBytes), "an emulated block's rings");
+#endif
 
   // this warp's ring when the kernel has its shared memory (staged), else null
   __device__ __forceinline__ static uint8_t* warpStage(bool staged) {
-    if constexpr (kSmemBytes == 0) {
-      return nullptr;
-    } else {
-      return staged ? warpStageOf(kStageBytes) : nullptr;
-    }
+    return staged ? warpStageOf(kStageBytes) : nullptr;
   }
   // payload (codecPayloadBytes(d, n) bytes) = encode(in[0, n))
   __device__ __forceinline__ static void encode(const CodecDesc& d, const T* in, uint64_t n,
                                                 uint8_t* payload, uint8_t* stage) {
     const kdev::WarpSet ws = blockWarps();
-    if (n) kdev::encodeTilesStaged<Fam, G, Tag>(d, in, n, payload, ws.warp, ws.nwarps, stage);
+    if (n == 0) return;
+    if (stage)
+      kdev::encodeTilesStaged<Fam, G, Tag>(d, in, n, payload, ws.warp, ws.nwarps, stage);
+    else
+      kdev::encodeChunkT<Fam, G, Tag>(d, in, n, payload, ws);
   }
   __device__ __forceinline__ static void decode(const CodecDesc& d, const uint8_t* payload,
                                                 uint64_t n, T* out, uint8_t* stage) {
     const kdev::WarpSet ws = blockWarps();
-    if (n) kdev::decodeTilesStaged<Fam, G, Tag>(d, payload, n, out, ws.warp, ws.nwarps, stage);
+    if (n == 0) return;
+    if (stage)
+      kdev::decodeTilesStaged<Fam, G, Tag>(d, payload, n, out, ws.warp, ws.nwarps, stage);
+    else
+      kdev::decodeChunkT<Fam, G, Tag>(d, payload, n, out, ws);
   }
   // acc = sum over r in rank order of (r == self ? selfIn : decode(ins[r])), times scale; then
   // outPayload: encode(acc) there and userOut = decode of it; else userOut = acc rounded.
@@ -95,9 +96,12 @@ struct CodecOps {
                                                 float scale, uint8_t* outPayload, T* userOut,
                                                 uint8_t* stage) {
     const kdev::WarpSet ws = blockWarps();
-    if (n)
+    if (n == 0) return;
+    if (stage)
       kdev::reduceTilesStaged<Fam, G, Tag>(d, ins, p, self, selfIn, n, scale, outPayload, userOut,
                                            ws.warp, ws.nwarps, stage);
+    else
+      kdev::reduceChunkT<Fam, G, Tag>(d, ins, p, self, selfIn, n, scale, outPayload, userOut, ws);
   }
 };
 

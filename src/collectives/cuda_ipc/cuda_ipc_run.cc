@@ -90,6 +90,7 @@ void CudaIpcExecutor::Impl::allReduce(const CollRequest& r, CollStats& stats) {
       planner().reduce(dev::Coll::AllReduce, r.in, r.out, r.count, static_cast<int>(es), r.dt, r.op,
                        0, codec ? &desc : nullptr);
   a.desc = agreeDescOf(r);
+  a.staged = comm.config().deviceCodecRings ? 1 : 0;  // (compressed kernels only)
   stats.wireBytesSent = twoShotWireBytes(r.count, p, a.unit, me, [&](size_t n) {
     return codec ? codec->encodedBytes(n, r.dt) : n * es;
   });
@@ -108,6 +109,7 @@ void CudaIpcExecutor::Impl::reduceScatter(const CollRequest& r, CollStats& stats
       planner().reduce(dev::Coll::ReduceScatter, r.in, r.out, r.count, static_cast<int>(es), r.dt,
                        r.op, 0, codec ? &desc : nullptr);
   a.desc = agreeDescOf(r);
+  a.staged = comm.config().deviceCodecRings ? 1 : 0;  // (compressed kernels only)
   stats.wireBytesSent =
       directWireBytes(codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
   stats.algorithm = "two-shot";
@@ -135,6 +137,7 @@ void CudaIpcExecutor::Impl::allGather(const CollRequest& r, CollStats& stats) {
   dev::GatherArgs a = planner().gather(dev::Coll::AllGather, r.in, r.out, r.count,
                                        static_cast<int>(es), r.dt, 0, codec ? &desc : nullptr);
   a.desc = agreeDescOf(r);
+  a.staged = comm.config().deviceCodecRings ? 1 : 0;  // (compressed kernels only)
   stats.wireBytesSent =
       directWireBytes(codec ? codec->encodedBytes(r.count, r.dt) : r.count * es, comm.nranks());
   stats.algorithm = "direct";

@@ -197,8 +197,9 @@ struct ReduceArgs {  // AllReduce, ReduceScatter, Reduce
   int32_t avgDiv;   // p (AVG, exact)
   int32_t esize;    // bytes per element
   int32_t nblocks;  // blocks (channels 0..nblocks-1) of this call, <= Ctx::nblocks
-  // compressed: the kernel was launched with its codec rings of shared memory (codec_ops.cuh;
-  // set by the launcher, kernels_codec.inc), which its phases then stage through
+  // compressed: the kernel's phases stage their tiles through its codec rings of shared memory
+  // (codec_ops.cuh). The executor asks for them (COCCL_DEVICE_CODEC_RINGS); the launcher
+  // (kernels_codec.inc) clears it where the device does not give the kernel that memory.
   int32_t staged;
   CodecDesc codec;
   AgreeDesc desc;   // compared with every peer's before any data moves (agreeCall)
